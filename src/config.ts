@@ -1,0 +1,173 @@
+/**
+ * The gateway's configuration (DESIGN.md section 4): the environment, parsed once into a frozen,
+ * typed Config. A bad value throws a ConfigError whose message is one line naming the variable
+ * and what it accepts; main.ts prints it and exits.
+ */
+
+export type Plan = 'free' | 'pro' | 'business' | 'enterprise';
+export type PetLookup = 'auto' | 'list' | 'legacy';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** One client-side budget: `count` requests per `windowMs`. */
+export interface RateWindow {
+  readonly count: number;
+  readonly windowMs: number;
+}
+
+export interface Config {
+  readonly port: number;
+  /** Upstream base address ending in /v1; undefined means "start the embedded reference store". */
+  readonly petstoreBaseUrl: string | undefined;
+  readonly apiKey: string | undefined;
+  readonly plan: Plan;
+  /** The budget windows in force; empty when throttling is `off`. */
+  readonly rateLimits: readonly RateWindow[];
+  readonly maxWaitMs: number;
+  readonly timeoutMs: number;
+  readonly petLookup: PetLookup;
+  readonly redisUrl: string | undefined;
+  readonly production: boolean;
+  /** NODE_ENV=development: stack traces and unmasked errors in responses. */
+  readonly development: boolean;
+  readonly introspection: boolean;
+  readonly logLevel: LogLevel;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** The plan table of the spec, as windows. */
+export const PLAN_LIMITS: Readonly<Record<Exclude<Plan, 'enterprise'>, readonly RateWindow[]>> = Object.freeze({
+  free: [
+    { count: 60, windowMs: 60_000 },
+    { count: 1_000, windowMs: 86_400_000 },
+  ],
+  pro: [
+    { count: 300, windowMs: 60_000 },
+    { count: 10_000, windowMs: 86_400_000 },
+  ],
+  business: [
+    { count: 1_000, windowMs: 60_000 },
+    { count: 100_000, windowMs: 86_400_000 },
+  ],
+});
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function parseConfig(env: Env): Config {
+  const plan = oneOf(env, 'PETSTORE_PLAN', ['free', 'pro', 'business', 'enterprise'], 'free');
+  const production = env.NODE_ENV === 'production';
+  const config: Config = {
+    port: parsePort(env),
+    petstoreBaseUrl: parseBaseUrl(env),
+    apiKey: nonEmpty(env, 'PETSTORE_API_KEY'),
+    plan,
+    rateLimits: parseRateLimits(env, plan),
+    maxWaitMs: duration(env, 'PETSTORE_MAX_WAIT', '10s'),
+    timeoutMs: duration(env, 'PETSTORE_TIMEOUT', '10s', 1),
+    petLookup: oneOf(env, 'PET_LOOKUP', ['auto', 'list', 'legacy'], 'auto'),
+    redisUrl: parseRedisUrl(env),
+    production,
+    development: env.NODE_ENV === 'development',
+    introspection: parseBoolean(env, 'INTROSPECTION', !production),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  };
+  return Object.freeze(config);
+}
+
+function value(env: Env, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  return raw === '' ? undefined : raw;
+}
+
+function nonEmpty(env: Env, name: string): string | undefined {
+  return value(env, name);
+}
+
+function oneOf<T extends string>(env: Env, name: string, accepted: readonly T[], fallback: T): T {
+  const raw = value(env, name) ?? fallback;
+  if (!accepted.includes(raw as T)) throw new ConfigError(`${name} must be one of ${accepted.join(', ')}`);
+  return raw as T;
+}
+
+function parsePort(env: Env): number {
+  const raw = value(env, 'PORT') ?? '4000';
+  const port = /^[0-9]{1,5}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(port >= 0 && port <= 65_535)) throw new ConfigError('PORT must be an integer from 0 to 65535');
+  return port;
+}
+
+function parseBaseUrl(env: Env): string | undefined {
+  const raw = value(env, 'PETSTORE_BASE_URL');
+  if (raw === undefined) return undefined;
+  const accepts = 'PETSTORE_BASE_URL must be an http(s) URL ending in /v1, without credentials, query or fragment';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(accepts);
+  }
+  const path = url.pathname.replace(/\/+$/, '');
+  if (!['http:', 'https:'].includes(url.protocol) || url.username || url.password || url.search || url.hash) {
+    throw new ConfigError(accepts);
+  }
+  if (!path.endsWith('/v1')) throw new ConfigError(accepts);
+  return `${url.origin}${path}`;
+}
+
+function parseRedisUrl(env: Env): string | undefined {
+  const raw = value(env, 'REDIS_URL');
+  if (raw === undefined) return undefined;
+  try {
+    if (['redis:', 'rediss:'].includes(new URL(raw).protocol)) return raw;
+  } catch {}
+  throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+}
+
+function parseBoolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = value(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (['true', '1', 'yes'].includes(raw)) return true;
+  if (['false', '0', 'no'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false`);
+}
+
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Parses `500ms`, `10s`, `1m`, `1h`, `1d` (a unit is required: a bare number is ambiguous). */
+export function parseDuration(text: string): number | undefined {
+  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!match) return undefined;
+  const ms = Number(match[1]) * (UNITS[match[2] as string] as number);
+  return Number.isFinite(ms) ? Math.round(ms) : undefined;
+}
+
+function duration(env: Env, name: string, fallback: string, minimum = 0): number {
+  const ms = parseDuration(value(env, name) ?? fallback);
+  if (ms === undefined || ms < minimum || ms > 86_400_000) {
+    throw new ConfigError(`${name} must be a duration such as 500ms, 10s or 1m (at most 1d)`);
+  }
+  return ms;
+}
+
+function parseRateLimits(env: Env, plan: Plan): readonly RateWindow[] {
+  const raw = value(env, 'PETSTORE_RATE_LIMITS');
+  if (raw === undefined) {
+    if (plan === 'enterprise') {
+      throw new ConfigError('PETSTORE_RATE_LIMITS must be set for PETSTORE_PLAN=enterprise (e.g. 5000/1m,500000/1d)');
+    }
+    return PLAN_LIMITS[plan];
+  }
+  if (raw.toLowerCase() === 'off') return [];
+  const accepts = 'PETSTORE_RATE_LIMITS must be off or a list of count/window, e.g. 60/1m,1000/1d or 5/1s';
+  const windows = raw.split(',').map((part) => {
+    const [count, window] = part.trim().split('/');
+    const windowMs = window === undefined ? undefined : parseDuration(/^[0-9]/.test(window) ? window : `1${window}`);
+    if (!/^[0-9]{1,9}$/.test(count ?? '') || Number(count) < 1 || windowMs === undefined || windowMs < 1) {
+      throw new ConfigError(accepts);
+    }
+    return { count: Number(count), windowMs };
+  });
+  return windows.sort((a, b) => a.windowMs - b.windowMs);
+}

@@ -1,0 +1,50 @@
+/** The per-request context: the credential, the REST client, and loaders made for this request only. */
+
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Config } from '../config.js';
+import { missingCredential } from './errors.js';
+import { createPetLoader, type LookupStats, type PetLoader } from './loaders/pet-loader.js';
+import type { Logger } from './logger.js';
+import type { RestClient } from './rest/client.js';
+
+export interface GatewayContext {
+  /** The API key every upstream request of this operation carries. */
+  readonly key: string;
+  readonly client: RestClient;
+  readonly petLoader: PetLoader;
+  readonly logger: Logger;
+}
+
+export interface ContextDeps {
+  readonly config: Pick<Config, 'apiKey' | 'petLookup'>;
+  readonly client: RestClient;
+  readonly logger: Logger;
+  readonly lookupStats: LookupStats;
+  readonly now: () => number;
+}
+
+/** A client's bearer key is forwarded; otherwise the configured key; otherwise HTTP 401 before any upstream call. */
+export function createContext(deps: ContextDeps, headers: IncomingHttpHeaders): GatewayContext {
+  const key = credential(headers.authorization) ?? deps.config.apiKey;
+  if (key === undefined) throw missingCredential();
+  return {
+    key,
+    client: deps.client,
+    logger: deps.logger,
+    petLoader: createPetLoader({
+      client: deps.client,
+      key,
+      strategy: deps.config.petLookup,
+      stats: deps.lookupStats,
+      now: deps.now,
+    }),
+  };
+}
+
+function credential(header: string | undefined): string | undefined {
+  if (header === undefined || header.trim() === '') return undefined;
+  // The scheme is case-insensitive (RFC 9110 section 11.1); token68 characters only (RFC 6750 section 2.1).
+  const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header);
+  if (!match) throw missingCredential('Authorization must be "Bearer <API key>"');
+  return match[1];
+}

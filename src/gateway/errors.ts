@@ -1,0 +1,77 @@
+/**
+ * The gateway's error codes (DESIGN.md section 3) and the one table from an upstream answer to a
+ * code. Callers branch on `extensions.code`, never on messages.
+ */
+
+import { GraphQLError } from 'graphql';
+
+export const ErrorCode = {
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  BAD_USER_INPUT: 'BAD_USER_INPUT',
+  RATE_LIMITED: 'RATE_LIMITED',
+  UPSTREAM_UNAVAILABLE: 'UPSTREAM_UNAVAILABLE',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** The REST Error body, when the upstream sent one. */
+export interface UpstreamErrorBody {
+  readonly code: string;
+  readonly message: string;
+  readonly status: number;
+}
+
+/** A GraphQL error with a stable `extensions.code`; `httpStatus` is set only where the whole response takes it. */
+export class GatewayError extends GraphQLError {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, extensions: Record<string, unknown> = {}, httpStatus?: number) {
+    super(message, {
+      extensions: { code, ...extensions, ...(httpStatus === undefined ? {} : { http: { status: httpStatus } }) },
+    });
+    this.code = code;
+  }
+}
+
+export function badUserInput(message: string, upstream?: UpstreamErrorBody): GatewayError {
+  return new GatewayError(ErrorCode.BAD_USER_INPUT, message, upstream ? { upstream } : {});
+}
+
+export function upstreamUnavailable(message: string): GatewayError {
+  return new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, message);
+}
+
+export function rateLimited(retryAfterSeconds: number, message?: string): GatewayError {
+  const retryAfter = Math.max(1, Math.ceil(retryAfterSeconds));
+  return new GatewayError(
+    ErrorCode.RATE_LIMITED,
+    message ?? `the Pet Store rate limit is reached; retry after ${retryAfter} s`,
+    { retryAfter },
+  );
+}
+
+/** No credential at all: the whole HTTP response is a 401 (DESIGN.md section 3). */
+export function missingCredential(
+  message = 'no API key: send Authorization: Bearer <key>, or configure PETSTORE_API_KEY',
+): GatewayError {
+  return new GatewayError(ErrorCode.UNAUTHENTICATED, message, {}, 401);
+}
+
+/**
+ * Maps an upstream answer that is not a success to the error the client sees. `retryAfterSeconds`
+ * matters only for a 429 that persisted after the limiter's retries.
+ */
+export function fromUpstreamStatus(
+  status: number,
+  body: UpstreamErrorBody | undefined,
+  retryAfterSeconds = 1,
+): GatewayError {
+  if (status === 400 || status === 422) {
+    return badUserInput(body?.message ? `the Pet Store rejected the input: ${body.message}` : 'invalid input', body);
+  }
+  if (status === 401 || status === 403) {
+    const extensions = body ? { upstream: body } : {};
+    return new GatewayError(ErrorCode.UNAUTHENTICATED, 'the Pet Store did not accept the API key', extensions);
+  }
+  if (status === 429) return rateLimited(retryAfterSeconds);
+  return upstreamUnavailable(`the Pet Store answered HTTP ${status}`);
+}

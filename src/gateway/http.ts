@@ -1,0 +1,105 @@
+/**
+ * The HTTP edge: /graphql (Apollo Server through its integration API), /health, and CORS so that
+ * Apollo Sandbox, served from Apollo's origin, can call the endpoint. No framework: Node's http
+ * and `executeHTTPGraphQLRequest` are all an integration needs.
+ */
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
+import type { GatewayContext } from './context.js';
+
+export interface HttpOptions {
+  readonly apollo: ApolloServer<GatewayContext>;
+  readonly context: (req: IncomingMessage) => Promise<GatewayContext>;
+  /** Largest request body accepted, in bytes. */
+  readonly maxBodyBytes: number;
+  readonly onError: (error: unknown) => void;
+}
+
+export function createHttpHandler(options: HttpOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      options.onError(error);
+      if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error' }] });
+      else res.destroy();
+    });
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://gateway.invalid');
+    if (url.pathname === '/health') return sendJson(res, 200, { status: 'ok' });
+    if (url.pathname !== '/graphql' && url.pathname !== '/graphql/') {
+      return sendJson(res, 404, { errors: [{ message: 'Not found: GraphQL is served at /graphql' }] });
+    }
+    setCors(req, res);
+    if (req.method === 'OPTIONS') {
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+
+    const body = await readJsonBody(req, options.maxBodyBytes);
+    if (body.error !== undefined) {
+      if (body.status === 413) res.setHeader('Connection', 'close');
+      return sendJson(res, body.status, { errors: [{ message: body.error, extensions: { code: 'BAD_REQUEST' } }] });
+    }
+    const headers = new HeaderMap();
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    }
+    const request: HTTPGraphQLRequest = { method: req.method ?? 'GET', headers, search: url.search, body: body.value };
+    const response = await options.apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: request,
+      context: () => options.context(req),
+    });
+    for (const [name, value] of response.headers) res.setHeader(name, value);
+    res.statusCode = response.status ?? 200;
+    if (response.body.kind === 'complete') {
+      res.end(response.body.string);
+      return;
+    }
+    for await (const chunk of response.body.asyncIterator) res.write(chunk);
+    res.end();
+  }
+}
+
+function setCors(req: IncomingMessage, res: ServerResponse): void {
+  // Credentials travel in the Authorization header, never in cookies, so any origin may call.
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  if (req.method === 'OPTIONS') {
+    res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+    res.setHeader('Access-Control-Allow-Headers', req.headers['access-control-request-headers'] ?? 'content-type');
+    res.setHeader('Access-Control-Max-Age', '600');
+  }
+}
+
+type BodyResult = { value: unknown; error?: undefined } | { error: string; status: number };
+
+/** Reads a POST body; JSON is parsed when the Content-Type says so, as Apollo Server expects. */
+async function readJsonBody(req: IncomingMessage, max: number): Promise<BodyResult> {
+  if (req.method !== 'POST') return { value: undefined };
+  if (Number(req.headers['content-length']) > max) return { error: `body larger than ${max} bytes`, status: 413 };
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > max) return { error: `body larger than ${max} bytes`, status: 413 };
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json' && !type?.endsWith('+json')) return { value: text };
+  try {
+    return { value: text === '' ? undefined : JSON.parse(text) };
+  } catch {
+    return { error: 'body is not valid JSON', status: 400 };
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+}

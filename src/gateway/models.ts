@@ -1,0 +1,54 @@
+/**
+ * REST wire shapes as the gateway holds them (codegen mappers). Ids stay exact decimal strings;
+ * resolvers rename and convert (categoryId → category, REST status → enum).
+ */
+
+import { PetStatus } from './__generated__/resolvers-types.js';
+
+export type RestPetStatus = 'available' | 'pending' | 'sold';
+
+const TO_REST: Readonly<Record<PetStatus, RestPetStatus>> = {
+  [PetStatus.Available]: 'available',
+  [PetStatus.Pending]: 'pending',
+  [PetStatus.Sold]: 'sold',
+};
+const FROM_REST = new Map<string, PetStatus>(
+  Object.entries(TO_REST).map(([value, rest]) => [rest, value as PetStatus]),
+);
+
+/** The REST value of a GraphQL PetStatus. */
+export function toRestStatus(status: PetStatus): RestPetStatus {
+  return TO_REST[status];
+}
+
+/** The GraphQL PetStatus of a REST value; null for a value the schema does not know (an upstream newer than its spec). */
+export function fromRestStatus(status: string | undefined): PetStatus | null {
+  return status === undefined ? null : (FROM_REST.get(status) ?? null);
+}
+
+/** A Pet from the upstream: ids as decimal strings, status as the REST sent it (may be a value we do not know). */
+export interface PetModel {
+  readonly id: string;
+  readonly name: string;
+  readonly categoryId: string;
+  readonly status: string | undefined;
+}
+
+export interface CategoryModel {
+  readonly id: string;
+}
+
+export interface PetEdgeModel {
+  readonly cursor: string;
+  readonly node: PetModel;
+}
+
+/** A page of the `pets` connection, already cut to `first`. */
+export interface PetConnectionModel {
+  readonly edges: readonly PetEdgeModel[];
+  readonly hasNextPage: boolean;
+}
+
+export interface CreatePetPayloadModel {
+  readonly pet: PetModel;
+}

@@ -1,0 +1,20 @@
+import type { QueryResolvers } from '../__generated__/resolvers-types.js';
+import { badUserInput } from '../errors.js';
+import { parseIdArgument } from '../ids.js';
+import { toRestStatus } from '../models.js';
+import { fetchPetConnection } from '../pets-connection.js';
+
+export const Query: QueryResolvers = {
+  pets: (_parent, { first, after, status }, context) => {
+    if (first === null || !Number.isInteger(first) || first < 1 || first > 100) {
+      throw badUserInput('first must be an integer from 1 to 100');
+    }
+    return fetchPetConnection(context, {
+      first,
+      after: after ?? undefined,
+      status: status ? toRestStatus(status) : undefined,
+    });
+  },
+
+  pet: (_parent, { id }, context) => context.petLoader.load(parseIdArgument(id, 'id')),
+};

@@ -1,0 +1,12 @@
+import type { Resolvers } from '../__generated__/resolvers-types.js';
+import { Mutation } from './Mutation.js';
+import { Pet } from './Pet.js';
+import { PetConnection } from './PetConnection.js';
+import { Query } from './Query.js';
+
+export const resolvers: Resolvers = {
+  Query,
+  Mutation,
+  Pet,
+  PetConnection,
+};

@@ -1,0 +1,216 @@
+/**
+ * The REST client: the only user of undici. One keep-alive Pool for the upstream's origin; every
+ * request goes through the per-key limiter; bodies are read with a size cap and parsed int64-exact;
+ * upstream failures become the error codes of DESIGN.md section 3.
+ */
+
+import { GraphQLError } from 'graphql';
+import { Pool } from 'undici';
+import { fromUpstreamStatus, upstreamUnavailable } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { PetModel } from '../models.js';
+import { parseJson, toErrorBody, toPet, toPets } from './json.js';
+import { type Limiter, passThroughLimiter } from './limiter.js';
+import { nextLink } from './link.js';
+import { parseRetryAfter } from './retry-after.js';
+
+export interface UpstreamResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: string;
+}
+
+export interface PetPage {
+  readonly pets: PetModel[];
+  /** The next page, when the upstream linked one on our origin. */
+  readonly next: URL | undefined;
+}
+
+export interface NewPetBody {
+  readonly name: string;
+  readonly categoryId: string;
+  readonly status: string | undefined;
+}
+
+export interface RestClient {
+  /** The base URL (ending in /v1) every request is made under. */
+  readonly baseUrl: URL;
+  /** The URL of the first page of `GET /pets` for a page size and status filter. */
+  petsUrl(query: { limit: number; status?: string | undefined }): URL;
+  /** A page of `GET /pets`: a URL from `petsUrl`, or a continuation from a Link header. */
+  listPets(key: string, page: URL): Promise<PetPage>;
+  createPet(key: string, pet: NewPetBody): Promise<PetModel>;
+  /** The deprecated `GET /pets/{petId}`; null for a 404. */
+  getPet(key: string, id: string): Promise<PetModel | null>;
+  close(): Promise<void>;
+}
+
+export interface RestClientOptions {
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  readonly logger: Logger;
+  readonly limiter?: Limiter;
+  /** Largest upstream body read, in bytes (default 8 MiB: 100 pets are a few KiB). */
+  readonly maxBodyBytes?: number;
+  /** Sockets kept to the upstream (default 32). */
+  readonly connections?: number;
+}
+
+class BodyTooLargeError extends Error {}
+
+export function createRestClient(options: RestClientOptions): RestClient {
+  const baseUrl = new URL(options.baseUrl.replace(/\/?$/, '/'));
+  const pool = new Pool(baseUrl.origin, {
+    connections: options.connections ?? 32,
+    keepAliveTimeout: 4_000,
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+    connect: { timeout: options.timeoutMs },
+  });
+  const limiter = options.limiter ?? passThroughLimiter;
+  const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
+  let warnedForeignLink = false;
+
+  async function attempt(key: string, method: 'GET' | 'POST', url: URL, body?: string): Promise<UpstreamResponse> {
+    const response = await pool.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body,
+      signal: AbortSignal.timeout(options.timeoutMs),
+    });
+    const text = await readCapped(response.body, maxBodyBytes);
+    return { status: response.statusCode, headers: response.headers, body: text };
+  }
+
+  /** One request through the limiter. A GET whose connection failed before any answer is sent once more. */
+  async function send(key: string, method: 'GET' | 'POST', url: URL, body?: string): Promise<UpstreamResponse> {
+    try {
+      return await limiter.schedule(key, async () => {
+        try {
+          return await attempt(key, method, url, body);
+        } catch (error) {
+          if (method !== 'GET' || !isConnectionReset(error)) throw error;
+          // A keep-alive socket the server closed between requests; GET is idempotent (RFC 9110 section 9.2.2).
+          return await attempt(key, method, url, body);
+        }
+      });
+    } catch (error) {
+      throw toGatewayError(error, method, url);
+    }
+  }
+
+  function toGatewayError(error: unknown, method: string, url: URL): Error {
+    if (error instanceof GraphQLError) return error;
+    const reason =
+      error instanceof BodyTooLargeError ? 'answered a body larger than allowed' : describeNetworkError(error);
+    options.logger.warn({ method, path: url.pathname, reason }, 'upstream request failed');
+    return upstreamUnavailable(`the Pet Store ${reason}`);
+  }
+
+  function fail(response: UpstreamResponse): never {
+    const retryAfter = parseRetryAfter(header(response, 'retry-after'), Date.now());
+    throw fromUpstreamStatus(
+      response.status,
+      toErrorBody(response.body),
+      retryAfter === undefined ? 1 : retryAfter / 1000,
+    );
+  }
+
+  function parseBody<T>(response: UpstreamResponse, shape: (value: unknown) => T | undefined): T {
+    let value: unknown;
+    try {
+      value = parseJson(response.body);
+    } catch {
+      value = undefined;
+    }
+    const result = value === undefined ? undefined : shape(value);
+    if (result === undefined)
+      throw upstreamUnavailable('the Pet Store answered a body that is not the documented JSON');
+    return result;
+  }
+
+  return {
+    baseUrl,
+
+    petsUrl({ limit, status }) {
+      const url = new URL('pets', baseUrl);
+      url.searchParams.set('limit', String(limit));
+      if (status !== undefined) url.searchParams.set('status', status);
+      return url;
+    },
+
+    async listPets(key, url) {
+      const response = await send(key, 'GET', url);
+      if (response.status !== 200) fail(response);
+      const pets = parseBody(response, toPets);
+      const link = nextLink(header(response, 'link'), url, baseUrl.origin);
+      if (link !== undefined && 'foreign' in link && !warnedForeignLink) {
+        warnedForeignLink = true;
+        options.logger.warn({ target: link.foreign }, 'upstream linked its next page on another origin; not followed');
+      }
+      return { pets, next: link !== undefined && 'url' in link ? link.url : undefined };
+    },
+
+    async createPet(key, pet) {
+      const body = `{"name":${JSON.stringify(pet.name)},"categoryId":${pet.categoryId}${
+        pet.status === undefined ? '' : `,"status":${JSON.stringify(pet.status)}`
+      }}`;
+      const response = await send(key, 'POST', new URL('pets', baseUrl), body);
+      if (response.status !== 201 && response.status !== 200) fail(response);
+      return parseBody(response, toPet);
+    },
+
+    async getPet(key, id) {
+      const response = await send(key, 'GET', new URL(`pets/${encodeURIComponent(id)}`, baseUrl));
+      if (response.status === 404) return null;
+      if (response.status !== 200) fail(response);
+      return parseBody(response, toPet);
+    },
+
+    close: () => pool.close(),
+  };
+}
+
+function header(response: UpstreamResponse, name: string): string | undefined {
+  const value = response.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+async function readCapped(body: AsyncIterable<Buffer> & { destroy(): unknown }, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > max) {
+      body.destroy();
+      throw new BodyTooLargeError();
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const RESET_CODES = new Set(['ECONNRESET', 'UND_ERR_SOCKET', 'EPIPE', 'UND_ERR_CLOSED']);
+
+function isConnectionReset(error: unknown): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  return code !== undefined && RESET_CODES.has(code);
+}
+
+/** A reason without URLs or credentials, fit for a client. */
+function describeNetworkError(error: unknown): string {
+  const { code, name } = (error ?? {}) as { code?: string; name?: string };
+  if (name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return 'did not answer in time';
+  }
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'did not accept a connection in time';
+  if (code === 'ECONNREFUSED') return 'refused the connection';
+  if (code !== undefined && RESET_CODES.has(code)) return 'closed the connection';
+  return 'could not be reached';
+}

@@ -1,0 +1,95 @@
+/** createGateway(config) → { url, close }: Apollo Server 5 with a federation v2 subgraph schema, on Node's http. */
+
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginDisableSuggestions } from '@apollo/server/plugin/disableSuggestions';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import {
+  ApolloServerPluginLandingPageLocalDefault,
+  ApolloServerPluginLandingPageProductionDefault,
+} from '@apollo/server/plugin/landingPage/default';
+import { buildSubgraphSchema } from '@apollo/subgraph';
+import { parse } from 'graphql';
+import type { Config } from '../config.js';
+import { createContext, type GatewayContext } from './context.js';
+import { formatError } from './format-error.js';
+import { createHttpHandler } from './http.js';
+import type { LookupStats } from './loaders/pet-loader.js';
+import { createLogger, type Logger } from './logger.js';
+import { resolvers } from './resolvers/index.js';
+import { createRestClient } from './rest/client.js';
+
+/** The GraphQL contract (DESIGN.md section 2), read once at start. */
+export const typeDefs = parse(readFileSync(new URL('../../schema/petstore.graphql', import.meta.url), 'utf8'));
+
+export interface GatewayOptions {
+  /** Where to listen; the port comes from config.port (0 = any free one). Default: every interface. */
+  readonly host?: string;
+  readonly logger?: Logger;
+  /** Milliseconds since the epoch; injectable so tests can move past the sunset date. */
+  readonly now?: () => number;
+}
+
+export interface GatewayHandle {
+  /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<GatewayHandle> {
+  if (config.petstoreBaseUrl === undefined) throw new Error('createGateway needs config.petstoreBaseUrl');
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const now = options.now ?? Date.now;
+  const client = createRestClient({ baseUrl: config.petstoreBaseUrl, timeoutMs: config.timeoutMs, logger });
+  const lookupStats: LookupStats = { fullScanPages: undefined };
+
+  const httpServer = createServer();
+  const apollo = new ApolloServer<GatewayContext>({
+    schema: buildSubgraphSchema([{ typeDefs, resolvers }]),
+    introspection: config.introspection,
+    csrfPrevention: true,
+    includeStacktraceInErrorResponses: config.development,
+    formatError: (formatted, error) => formatError(formatted, error, config.development),
+    logger,
+    plugins: [
+      ApolloServerPluginDrainHttpServer({ httpServer }),
+      ApolloServerPluginInlineTraceDisabled(),
+      config.production
+        ? ApolloServerPluginLandingPageProductionDefault({ footer: false })
+        : ApolloServerPluginLandingPageLocalDefault({ footer: false, embed: true }),
+      ...(config.production ? [ApolloServerPluginDisableSuggestions()] : []),
+    ],
+  });
+  await apollo.start();
+
+  const deps = { config, client, logger, lookupStats, now };
+  httpServer.on(
+    'request',
+    createHttpHandler({
+      apollo,
+      context: async (req: IncomingMessage) => createContext(deps, req.headers),
+      maxBodyBytes: 1024 * 1024,
+      onError: (error) => logger.error({ err: error }, 'request failed'),
+    }),
+  );
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(config.port, options.host, () => resolve());
+  });
+  const { port } = httpServer.address() as AddressInfo;
+  const host =
+    options.host === undefined || options.host === '0.0.0.0' || options.host === '::' ? 'localhost' : options.host;
+
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/graphql`,
+    port,
+    async close() {
+      await apollo.stop();
+      await client.close();
+    },
+  };
+}
