@@ -57,7 +57,7 @@ export function createPetstoreApp(options: PetstoreAppOptions): (req: IncomingMe
     const method = req.method === 'HEAD' ? 'GET' : (req.method ?? '');
     const operation = route.operations[method];
     if (operation === undefined) {
-      res.setHeader('Allow', Object.keys(route.operations).join(', '));
+      res.setHeader('Allow', Object.keys(route.operations).join(', ').replace('GET', 'GET, HEAD'));
       return sendError(res, 405, 'method_not_allowed', `${req.method} is not allowed here`);
     }
     if (operation === 'getPet') {

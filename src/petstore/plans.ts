@@ -21,7 +21,7 @@ export interface KeySpec {
   readonly limits: PlanLimits;
 }
 
-const KEY_ENTRY = /^([A-Za-z0-9._~+/-]{1,200}):(free|pro|business|enterprise)(?:=([0-9]+)\/([0-9]+))?$/;
+const KEY_ENTRY = /^([A-Za-z0-9._~+/-]{1,200}=*):(free|pro|business|enterprise)(?:=([0-9]+)\/([0-9]+))?$/;
 
 /**
  * Parses `key:plan,…` (an enterprise key may carry its own limits: `key:enterprise=5000/200000`).

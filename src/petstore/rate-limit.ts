@@ -57,6 +57,12 @@ export class RateLimiter {
     if (state.bannedUntil > now) {
       return { allowed: false, banned: true, retryAt: state.bannedUntil, quota: this.#bannedQuota(windows, state) };
     }
+    if (state.bannedUntil !== 0) {
+      // A served ban wipes the slate: the next refusal starts a new 429 period, not another ban.
+      state.bannedUntil = 0;
+      state.periodEnd = 0;
+      state.refused = 0;
+    }
     const exhausted = windows.filter((window) => window.count >= window.limit);
     if (exhausted.length === 0) {
       for (const window of windows) window.state.count++;
