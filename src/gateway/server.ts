@@ -19,8 +19,12 @@ import { formatError } from './format-error.js';
 import { createHttpHandler } from './http.js';
 import type { LookupStats } from './loaders/pet-loader.js';
 import { createLogger, type Logger } from './logger.js';
+import { rateLimitExtension } from './rate-limit-plugin.js';
 import { resolvers } from './resolvers/index.js';
+import { MemoryBudgetStore } from './rest/budget.js';
+import { RedisBudgetStore } from './rest/budget-redis.js';
 import { createRestClient } from './rest/client.js';
+import { createLimiter } from './rest/limiter.js';
 
 /** The GraphQL contract (DESIGN.md section 2), read once at start. */
 export const typeDefs = parse(readFileSync(new URL('../../schema/petstore.graphql', import.meta.url), 'utf8'));
@@ -31,6 +35,8 @@ export interface GatewayOptions {
   readonly logger?: Logger;
   /** Milliseconds since the epoch; injectable so tests can move past the sunset date. */
   readonly now?: () => number;
+  /** Prefix of the gateway's Redis keys (default petstore-gateway), so tests can share a Redis. */
+  readonly redisPrefix?: string;
 }
 
 export interface GatewayHandle {
@@ -44,7 +50,16 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   if (config.petstoreBaseUrl === undefined) throw new Error('createGateway needs config.petstoreBaseUrl');
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
-  const client = createRestClient({ baseUrl: config.petstoreBaseUrl, timeoutMs: config.timeoutMs, logger });
+  const store = config.redisUrl
+    ? new RedisBudgetStore({
+        url: config.redisUrl,
+        logger,
+        ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
+      })
+    : new MemoryBudgetStore();
+  if (store instanceof RedisBudgetStore) await store.ready();
+  const limiter = createLimiter({ windows: config.rateLimits, maxWaitMs: config.maxWaitMs, store, now });
+  const client = createRestClient({ baseUrl: config.petstoreBaseUrl, timeoutMs: config.timeoutMs, logger, limiter });
   const lookupStats: LookupStats = { fullScanPages: undefined };
 
   const httpServer = createServer();
@@ -62,6 +77,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         ? ApolloServerPluginLandingPageProductionDefault({ footer: false })
         : ApolloServerPluginLandingPageLocalDefault({ footer: false, embed: true }),
       ...(config.production ? [ApolloServerPluginDisableSuggestions()] : []),
+      rateLimitExtension(limiter),
     ],
   });
   await apollo.start();
@@ -90,6 +106,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     async close() {
       await apollo.stop();
       await client.close();
+      await limiter.close();
     },
   };
 }

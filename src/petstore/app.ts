@@ -8,7 +8,7 @@ import { parseInt64 } from '../int64.js';
 import { parseNewPet } from './new-pet.js';
 import type { KeySpec } from './plans.js';
 import { type Admission, type Quota, RateLimiter, type RateLimitOptions } from './rate-limit.js';
-import { petJson, petsJson, sendError, sendJson } from './responses.js';
+import { errorCodeOf, petJson, petsJson, sendError, sendJson } from './responses.js';
 import { PET_STATUSES, type PetCatalogue, type PetStatus } from './store.js';
 
 export type Operation = 'listPets' | 'createPet' | 'getPet';
@@ -20,6 +20,8 @@ export interface PetstoreAppOptions extends RateLimitOptions {
   readonly now: () => number;
   /** Largest request body accepted, in bytes (default 16 KiB). */
   readonly maxBodyBytes: number;
+  /** How 429s write Retry-After (the spec leaves it open; default delay-seconds). */
+  readonly retryAfter?: 'delay-seconds' | 'http-date' | undefined;
   /** Called once per request that reached an operation, after the response status is known. */
   readonly onRequest?: ((record: RequestRecord) => void) | undefined;
 }
@@ -30,6 +32,10 @@ export interface RequestRecord {
   readonly method: string;
   readonly key: string | undefined;
   readonly status: number;
+  /** The Error body's code, for an error. */
+  readonly code: string | undefined;
+  /** When the store received it (its clock). */
+  readonly receivedAt: number;
 }
 
 /** RFC 9745 Deprecation (an IMF-fixdate-free `@epoch`), and RFC 8594 Sunset, for GET /pets/{petId}. */
@@ -67,7 +73,17 @@ export function createPetstoreApp(options: PetstoreAppOptions): (req: IncomingMe
     }
 
     const key = bearerKey(req.headers.authorization);
-    res.on('finish', () => options.onRequest?.({ operation, method: req.method ?? '', key, status: res.statusCode }));
+    const receivedAt = options.now();
+    res.on('finish', () =>
+      options.onRequest?.({
+        operation,
+        method: req.method ?? '',
+        key,
+        status: res.statusCode,
+        code: errorCodeOf(res),
+        receivedAt,
+      }),
+    );
     const spec = key === undefined ? undefined : options.keys.get(key);
     if (spec === undefined) {
       // RFC 6750 section 3: a bearer challenge on every 401.
@@ -91,9 +107,10 @@ export function createPetstoreApp(options: PetstoreAppOptions): (req: IncomingMe
   }
 
   function refuse(res: ServerResponse, admission: Extract<Admission, { allowed: false }>): void {
-    // RFC 9110 section 10.2.3: Retry-After as delay-seconds, rounded up so a client never comes back early.
+    // RFC 9110 section 10.2.3: delay-seconds rounded up so a client never comes back early, or an HTTP-date.
     const seconds = Math.max(1, Math.ceil((admission.retryAt - options.now()) / 1000));
-    res.setHeader('Retry-After', String(seconds));
+    const at = new Date(Math.ceil(admission.retryAt / 1000) * 1000);
+    res.setHeader('Retry-After', options.retryAfter === 'http-date' ? at.toUTCString() : String(seconds));
     if (admission.banned) {
       sendError(
         res,

@@ -21,9 +21,17 @@ export function sendJson(res: ServerResponse, status: number, body: string): voi
   res.end(body);
 }
 
+const errorCodes = new WeakMap<ServerResponse, ErrorCode>();
+
 /** Sends the spec's Error body `{ code, message, status }`. */
 export function sendError(res: ServerResponse, status: number, code: ErrorCode, message: string): void {
+  errorCodes.set(res, code);
   sendJson(res, status, JSON.stringify({ code, message, status }));
+}
+
+/** The code of the Error body a response carried, if it was one (for request records). */
+export function errorCodeOf(res: ServerResponse): ErrorCode | undefined {
+  return errorCodes.get(res);
 }
 
 /** JSON for one pet; bigint ids are written as bare digits, never rounded through a double. */

@@ -22,6 +22,8 @@ export interface PetstoreOptions {
   /** Milliseconds since the epoch (default Date.now). */
   readonly now?: () => number;
   readonly maxBodyBytes?: number;
+  /** How 429s write Retry-After: delay-seconds (default) or an HTTP-date. */
+  readonly retryAfter?: 'delay-seconds' | 'http-date';
   readonly onRequest?: (record: RequestRecord) => void;
 }
 
@@ -46,6 +48,7 @@ export async function startPetstore(options: PetstoreOptions = {}): Promise<Pets
     banThreshold: options.banThreshold ?? 10,
     banMs: options.banMs ?? 15 * 60_000,
     maxBodyBytes: options.maxBodyBytes ?? 16 * 1024,
+    retryAfter: options.retryAfter,
     onRequest: options.onRequest,
   });
   const server = createServer(app);

@@ -451,13 +451,14 @@ describe('onRequest', () => {
     await callStore(store.url, '/pets');
     await callStore(store.url, '/pets', { method: 'DELETE', key: KEY });
     await callStore(originOf(store), '/nowhere', { key: KEY });
-    expect(records).toEqual([
-      { operation: 'listPets', method: 'GET', key: KEY, status: 200 },
-      { operation: 'createPet', method: 'POST', key: KEY, status: 201 },
-      { operation: 'getPet', method: 'GET', key: KEY, status: 404 },
-      { operation: 'getPet', method: 'GET', key: 'unknown', status: 401 },
-      { operation: 'listPets', method: 'GET', key: undefined, status: 401 },
+    expect(records.map(({ receivedAt, ...rest }) => rest)).toEqual([
+      { operation: 'listPets', method: 'GET', key: KEY, status: 200, code: undefined },
+      { operation: 'createPet', method: 'POST', key: KEY, status: 201, code: undefined },
+      { operation: 'getPet', method: 'GET', key: KEY, status: 404, code: 'not_found' },
+      { operation: 'getPet', method: 'GET', key: 'unknown', status: 401, code: 'unauthorized' },
+      { operation: 'listPets', method: 'GET', key: undefined, status: 401, code: 'unauthorized' },
     ]);
+    for (const record of records) expect(record.receivedAt).toBeGreaterThan(0);
   });
 });
 

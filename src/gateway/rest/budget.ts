@@ -1,0 +1,175 @@
+/**
+ * The rate-limit budget of each API key (DESIGN.md section 6), as reservations of send times.
+ *
+ * Each plan window is a sliding log: at most `count` sends in any span of `windowMs`, so no
+ * alignment of the upstream's fixed windows can see a burst of twice its limit across a boundary
+ * (ours or its own). On top, the upstream's X-RateLimit-Remaining/Reset are the truth: after a
+ * response, no more than Remaining requests are planned before Reset. A 429 pauses the key until
+ * Retry-After. A key whose state is unknown (a cold start, or Redis flushed) sends one probe and
+ * waits for its answer before planning more. `reserve` is atomic, so replicas sharing a store (Redis)
+ * share one budget.
+ */
+
+import type { RateWindow } from '../../config.js';
+
+/**
+ * A planned send time, or the time before which nothing can be planned: the caller gives up when
+ * that is past its deadline, and otherwise asks again (the upstream's next answer may open the gate).
+ */
+export type Reservation =
+  | { readonly ok: true; readonly at: number; readonly seq: number }
+  | { readonly ok: false; readonly retryAt: number };
+
+/**
+ * What the upstream said in answer to the request with sequence number `seq`. Without rate-limit
+ * headers, `resetAt` is 0: the answer only ends a probe.
+ */
+export interface Observation {
+  readonly seq: number;
+  readonly limit: number;
+  readonly remaining: number;
+  /** Reset of the window the headers describe, in ms since the epoch. */
+  readonly resetAt: number;
+}
+
+/** The budget as far as the gateway knows it (`extensions.rateLimit`). */
+export interface Quota {
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAt: number;
+}
+
+export interface BudgetStore {
+  /** Reserves the earliest send time for one request of `keyId`; refuses when it would fall after `deadline`. */
+  reserve(keyId: string, windows: readonly RateWindow[], now: number, deadline: number): Promise<Reservation>;
+  /** Records the upstream's headers; returns the key's quota as now known. */
+  observe(keyId: string, observation: Observation, now: number): Promise<Quota>;
+  /** Stops every send of `keyId` until `until` (a 429's Retry-After). */
+  pause(keyId: string, until: number): Promise<void>;
+  pausedUntil(keyId: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** How long a probe's answer is awaited before the next request may go without it. */
+export const PROBE_MS = 5_000;
+
+interface Gate {
+  remaining: number;
+  resetAt: number;
+  seq: number;
+  limit: number;
+}
+
+interface KeyBudget {
+  /** Send times per window length, ascending (reservations may lie in the future). */
+  readonly logs: Map<number, number[]>;
+  seq: number;
+  gate: Gate | undefined;
+  pausedUntil: number;
+  /** The sequence number planned last before the latest 429. */
+  pauseSeq: number;
+  lastUsed: number;
+}
+
+/** The in-process store: one gateway, or the fallback while Redis is unreachable. */
+export class MemoryBudgetStore implements BudgetStore {
+  readonly #keys = new Map<string, KeyBudget>();
+  /** Fraction of each window's count this store may plan (the fallback's conservative share). */
+  readonly #share: number;
+
+  constructor(share = 1) {
+    this.#share = share;
+  }
+
+  async reserve(keyId: string, windows: readonly RateWindow[], now: number, deadline: number): Promise<Reservation> {
+    const budget = this.#budget(keyId, now);
+    let at = Math.max(now, budget.pausedUntil);
+    for (const { count, windowMs } of windows) {
+      const log = this.#log(budget, windowMs, now);
+      const allowed = Math.max(1, Math.floor(count * this.#share));
+      if (log.length >= allowed) at = Math.max(at, (log[log.length - allowed] as number) + windowMs);
+      // First come, first served: a send is never planned before one already planned.
+      at = Math.max(at, log.at(-1) ?? 0);
+    }
+    // With throttling off (no windows) only a 429's pause applies.
+    let gate = budget.gate;
+    if (windows.length > 0) {
+      // Unknown upstream state (cold start, after a pause, past the last Reset): one probe, then its answer decides.
+      if (gate === undefined || gate.resetAt <= at)
+        gate = { remaining: 1, resetAt: at + PROBE_MS, seq: budget.seq, limit: 0 };
+      if (budget.seq - gate.seq >= gate.remaining) return { ok: false, retryAt: gate.resetAt };
+    }
+    if (at > deadline) return { ok: false, retryAt: at };
+    budget.gate = gate;
+    budget.seq++;
+    for (const { windowMs } of windows) this.#log(budget, windowMs, now).push(at);
+    return { ok: true, at, seq: budget.seq };
+  }
+
+  async observe(keyId: string, observation: Observation, now: number): Promise<Quota> {
+    const budget = this.#budget(keyId, now);
+    // Answers to requests planned before the last 429 describe a past the pause has overtaken.
+    const fresh = observation.seq > budget.pauseSeq;
+    if (fresh && (budget.gate === undefined || observation.seq > budget.gate.seq || budget.gate.resetAt <= now)) {
+      budget.gate = observation.resetAt === 0 ? unmetered(observation.seq, now) : { ...observation };
+    }
+    return budget.gate === undefined ? { limit: 0, remaining: 0, resetAt: 0 } : quotaOf(budget.gate, budget.seq, now);
+  }
+
+  async pause(keyId: string, until: number): Promise<void> {
+    const budget = this.#budget(keyId, Date.now());
+    budget.pausedUntil = Math.max(budget.pausedUntil, until);
+    budget.gate = undefined;
+    budget.pauseSeq = budget.seq;
+  }
+
+  async pausedUntil(keyId: string): Promise<number> {
+    return this.#keys.get(keyId)?.pausedUntil ?? 0;
+  }
+
+  async close(): Promise<void> {
+    this.#keys.clear();
+  }
+
+  #budget(keyId: string, now: number): KeyBudget {
+    let budget = this.#keys.get(keyId);
+    if (budget === undefined) {
+      this.#sweep(now);
+      budget = { logs: new Map(), seq: 0, gate: undefined, pausedUntil: 0, pauseSeq: 0, lastUsed: now };
+      this.#keys.set(keyId, budget);
+    }
+    budget.lastUsed = now;
+    return budget;
+  }
+
+  #log(budget: KeyBudget, windowMs: number, now: number): number[] {
+    let log = budget.logs.get(windowMs);
+    if (log === undefined) {
+      log = [];
+      budget.logs.set(windowMs, log);
+    }
+    let expired = 0;
+    while (expired < log.length && (log[expired] as number) <= now - windowMs) expired++;
+    if (expired > 0) log.splice(0, expired);
+    return log;
+  }
+
+  /** Forgets keys idle for a day (the longest window), so forwarded client keys do not pile up. */
+  #sweep(now: number): void {
+    for (const [keyId, budget] of this.#keys) {
+      if (budget.lastUsed < now - 86_400_000 && budget.pausedUntil < now) this.#keys.delete(keyId);
+    }
+  }
+}
+
+/** An upstream that sends no rate-limit headers: nothing to gate on for a minute. */
+function unmetered(seq: number, now: number): Gate {
+  return { remaining: Number.MAX_SAFE_INTEGER, resetAt: now + 60_000, seq, limit: 0 };
+}
+
+/** The upstream's view, less what was planned since the answer it came with. */
+export function quotaOf(gate: Gate, seq: number, now: number): Quota {
+  if (gate.limit === 0) return { limit: 0, remaining: 0, resetAt: 0 };
+  if (gate.resetAt <= now) return { limit: gate.limit, remaining: gate.limit, resetAt: gate.resetAt };
+  return { limit: gate.limit, remaining: Math.max(0, gate.remaining - (seq - gate.seq)), resetAt: gate.resetAt };
+}
