@@ -39,19 +39,14 @@ export class ConfigError extends Error {
 
 /** The plan table of the spec, as windows. */
 export const PLAN_LIMITS: Readonly<Record<Exclude<Plan, 'enterprise'>, readonly RateWindow[]>> = Object.freeze({
-  free: [
-    { count: 60, windowMs: 60_000 },
-    { count: 1_000, windowMs: 86_400_000 },
-  ],
-  pro: [
-    { count: 300, windowMs: 60_000 },
-    { count: 10_000, windowMs: 86_400_000 },
-  ],
-  business: [
-    { count: 1_000, windowMs: 60_000 },
-    { count: 100_000, windowMs: 86_400_000 },
-  ],
+  free: windows([60, 60_000], [1_000, 86_400_000]),
+  pro: windows([300, 60_000], [10_000, 86_400_000]),
+  business: windows([1_000, 60_000], [100_000, 86_400_000]),
 });
+
+function windows(...pairs: [count: number, windowMs: number][]): readonly RateWindow[] {
+  return Object.freeze(pairs.map(([count, windowMs]) => Object.freeze({ count, windowMs })));
+}
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -161,13 +156,12 @@ function parseRateLimits(env: Env, plan: Plan): readonly RateWindow[] {
   }
   if (raw.toLowerCase() === 'off') return [];
   const accepts = 'PETSTORE_RATE_LIMITS must be off or a list of count/window, e.g. 60/1m,1000/1d or 5/1s';
-  const windows = raw.split(',').map((part) => {
-    const [count, window] = part.trim().split('/');
+  const pairs = raw.split(',').map((part): [number, number] => {
+    const [count, window, extra] = part.trim().split('/');
     const windowMs = window === undefined ? undefined : parseDuration(/^[0-9]/.test(window) ? window : `1${window}`);
-    if (!/^[0-9]{1,9}$/.test(count ?? '') || Number(count) < 1 || windowMs === undefined || windowMs < 1) {
-      throw new ConfigError(accepts);
-    }
-    return { count: Number(count), windowMs };
+    const valid = extra === undefined && /^[0-9]{1,9}$/.test(count ?? '') && Number(count) >= 1;
+    if (!valid || windowMs === undefined || windowMs < 1) throw new ConfigError(accepts);
+    return [Number(count), windowMs];
   });
-  return windows.sort((a, b) => a.windowMs - b.windowMs);
+  return windows(...pairs.sort((a, b) => a[1] - b[1]));
 }

@@ -29,8 +29,11 @@ export function encodeCursor(position: CursorPosition): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
-/** Decodes a client's cursor; anything that is not one of ours is BAD_USER_INPUT. */
-export function decodeCursor(cursor: string, allowedPathPrefix: string): CursorPosition {
+/**
+ * Decodes a client's cursor; anything that is not one of ours is BAD_USER_INPUT. `isAllowedPage`
+ * judges the page after URL resolution, where `%2e%2e` has already become `..` and been applied.
+ */
+export function decodeCursor(cursor: string, isAllowedPage: (page: string) => boolean): CursorPosition {
   const invalid = () => badUserInput('after is not a cursor from this API');
   if (cursor.length > 2048 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
   let value: unknown;
@@ -40,7 +43,7 @@ export function decodeCursor(cursor: string, allowedPathPrefix: string): CursorP
     throw invalid();
   }
   const { p, o, s } = (value ?? {}) as Record<string, unknown>;
-  if (typeof p !== 'string' || !p.startsWith(allowedPathPrefix) || p.includes('..')) throw invalid();
+  if (typeof p !== 'string' || !p.startsWith('/') || p.startsWith('//') || !isAllowedPage(p)) throw invalid();
   if (!Number.isSafeInteger(o) || (o as number) < 0 || (o as number) > 10_000) throw invalid();
   if (s !== undefined && typeof s !== 'string') throw invalid();
   return { page: p, offset: o as number, status: s };

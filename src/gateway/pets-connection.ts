@@ -7,6 +7,7 @@ import type { GatewayContext } from './context.js';
 import { badUserInput } from './errors.js';
 import { decodeCursor, encodeCursor } from './ids.js';
 import type { PetConnectionModel, PetEdgeModel } from './models.js';
+import { isPetsPageUrl } from './rest/link.js';
 
 export interface PetsArguments {
   readonly first: number;
@@ -22,9 +23,9 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
   let page = client.petsUrl({ limit: args.first, status: args.status });
   let offset = 0;
   if (args.after !== undefined) {
-    const position = decodeCursor(args.after, `${client.baseUrl.pathname}pets`);
+    const position = decodeCursor(args.after, (path) => isPetsPageUrl(new URL(path, client.baseUrl), client.baseUrl));
     if (position.status !== args.status) throw badUserInput('after belongs to a query with another status filter');
-    page = new URL(position.page, client.baseUrl.origin);
+    page = new URL(position.page, client.baseUrl);
     offset = position.offset;
   }
 

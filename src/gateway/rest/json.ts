@@ -9,12 +9,19 @@ import { parseInt64 } from '../../int64.js';
 import type { UpstreamErrorBody } from '../errors.js';
 import type { PetModel } from '../models.js';
 
-/** Any integer of 15 digits or fewer is exact as a double; a longer digit run might not be. */
-const LONG_DIGITS = /[0-9]{16}/;
+/**
+ * Bodies the native parser cannot read exactly: a digit run of 16 or more (an integer past 15
+ * digits may not fit a double), or a fraction or exponent (12.0 would read as the integer 12).
+ * Matches inside strings only send a body down the slower exact path.
+ */
+const NOT_PLAIN_INTEGERS = /[0-9]{16}|[0-9][.eE]/;
 
-/** Parses JSON exactly; numbers come back as numbers when short, LosslessNumber when long. Throws on bad JSON. */
+/**
+ * Parses JSON exactly: numbers come back as JS numbers only when every number in the body is a
+ * short integer literal, otherwise as LosslessNumber. Throws on bad JSON.
+ */
 export function parseJson(text: string): unknown {
-  return LONG_DIGITS.test(text) ? parse(text) : JSON.parse(text);
+  return NOT_PLAIN_INTEGERS.test(text) ? parse(text) : JSON.parse(text);
 }
 
 /** An int64 id from a JSON number (or a decimal string, which some APIs send), as a decimal string. */

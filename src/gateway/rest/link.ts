@@ -7,8 +7,15 @@ export function parseLinks(header: string): { target: string; rels: string[] }[]
   const linkValue = /<([^>]*)>((?:\s*;\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+\*?\s*(?:=\s*(?:"(?:[^"\\]|\\.)*"|[^;,\s]*))?)*)/g;
   for (const match of header.matchAll(linkValue)) {
     const params = match[2] ?? '';
-    const rel = /;\s*rel\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;,\s]*))/i.exec(params);
-    const rels = (rel?.[1] ?? rel?.[2] ?? '').toLowerCase().split(/\s+/).filter(Boolean);
+    let rel: string | undefined;
+    // Walk the parameters one by one, so a `rel=` inside another parameter's quoted value is not taken.
+    for (const param of params.matchAll(/;\s*([^\s=;,]+)\s*(?:=\s*(?:"((?:[^"\\]|\\.)*)"|([^;,\s]*)))?/g)) {
+      if (param[1]?.toLowerCase() === 'rel') {
+        rel = param[2] ?? param[3] ?? '';
+        break; // RFC 8288 section 3.3: occurrences after the first are ignored
+      }
+    }
+    const rels = (rel ?? '').toLowerCase().split(/\s+/).filter(Boolean);
     links.push({ target: match[1] as string, rels });
   }
   return links;
@@ -32,4 +39,16 @@ export function nextLink(header: string | undefined, requestUrl: URL, allowedOri
     return { foreign: 'an unreadable URL' };
   }
   return url.origin === allowedOrigin ? { url } : { foreign: url.origin };
+}
+
+/**
+ * Whether `url` may be fetched as a page of `GET /pets`: on the base URL's origin, at `<base>/pets`
+ * or below it, but never a single child segment (`<base>/pets/{petId}` is the deprecated getPet).
+ * Cursors come from clients, so this is what keeps a forged one from sending the API key elsewhere.
+ */
+export function isPetsPageUrl(url: URL, baseUrl: URL): boolean {
+  const pets = `${baseUrl.pathname.replace(/\/?$/, '/')}pets`;
+  if (url.origin !== baseUrl.origin || url.username || url.password || url.hash) return false;
+  if (url.pathname === pets) return true;
+  return url.pathname.startsWith(`${pets}/`) && url.pathname.slice(pets.length + 1).includes('/');
 }
