@@ -19,14 +19,16 @@ import {
   type Reservation,
 } from './budget.js';
 
+// KEYS: state hash, in-flight zset, then one log per window. ARGV: now, deadline, probe ms,
+// in-flight ttl ms, then count and window ms per window.
 const RESERVE = `
-local now, deadline, probe = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local st = redis.call('HMGET', KEYS[1], 'pause', 'seq', 'gseq', 'grem', 'greset')
+local now, deadline, probe, flight = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local st = redis.call('HMGET', KEYS[1], 'pause', 'seq', 'gbase', 'grem', 'greset')
 local at = math.max(now, tonumber(st[1] or '0'))
 local seq = tonumber(st[2] or '0')
 local ttl = probe
-for i = 2, #KEYS do
-  local count, w = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+for i = 3, #KEYS do
+  local count, w = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
   ttl = math.max(ttl, w)
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - w)
   local len = redis.call('ZCARD', KEYS[i])
@@ -40,53 +42,64 @@ for i = 2, #KEYS do
   end
 end
 -- With throttling off (no windows) only a 429's pause applies.
-if #KEYS > 1 then
-  local gseq, grem, greset = tonumber(st[3] or ''), tonumber(st[4] or ''), tonumber(st[5] or '0')
+if #KEYS > 2 then
+  local gbase, grem, greset = tonumber(st[3] or ''), tonumber(st[4] or ''), tonumber(st[5] or '0')
   -- Unknown upstream state (cold start, flushed, after a pause, past the last Reset): one probe first.
-  if gseq == nil or greset <= at then
-    gseq, grem, greset = seq, 1, at + probe
-    if at <= deadline then redis.call('HSET', KEYS[1], 'gseq', gseq, 'grem', 1, 'greset', greset, 'glimit', 0) end
+  if gbase == nil or greset <= at then
+    gbase, grem, greset = seq, 1, at + probe
+    if at <= deadline then
+      redis.call('HSET', KEYS[1], 'gbase', gbase, 'gfrom', -1, 'grem', 1, 'greset', greset, 'glimit', 0)
+    end
   end
-  if seq - gseq >= grem then return {0, greset} end
+  if seq - gbase >= grem then return {0, greset} end
 end
 if at > deadline then return {0, at} end
 seq = seq + 1
 redis.call('HSET', KEYS[1], 'seq', seq)
 redis.call('PEXPIRE', KEYS[1], ttl + at - now)
-for i = 2, #KEYS do
+redis.call('ZADD', KEYS[2], at + flight, seq)
+redis.call('PEXPIRE', KEYS[2], at - now + flight)
+for i = 3, #KEYS do
   redis.call('ZADD', KEYS[i], at, seq)
-  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]) + at - now)
+  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i]) + at - now)
 end
 return {1, at, seq}
 `;
 
+// KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no headers), now.
 const OBSERVE = `
 local seq, limit, remaining, reset, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local st = redis.call('HMGET', KEYS[1], 'seq', 'gseq', 'greset', 'grem', 'glimit', 'pseq')
+redis.call('ZREM', KEYS[2], seq)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local inflight = redis.call('ZCARD', KEYS[2])
+local st = redis.call('HMGET', KEYS[1], 'seq', 'gbase', 'gfrom', 'greset', 'grem', 'glimit', 'pseq')
 local cur = tonumber(st[1] or '0')
--- An answer to a request planned before a flush: count every reservation since as unseen by it.
-if seq > cur then seq = 0 end
-local gseq, greset = tonumber(st[2] or ''), tonumber(st[3] or '0')
--- Answers to requests planned before the last 429 describe a past the pause has overtaken.
-local fresh = seq > tonumber(st[6] or '-1')
-if fresh and (gseq == nil or seq > gseq or greset <= now) then
-  if reset == 0 then limit, remaining, reset = 0, 9007199254740991, now + 60000 end
-  redis.call('HSET', KEYS[1], 'gseq', seq, 'grem', remaining, 'greset', reset, 'glimit', limit)
-  gseq, greset = seq, reset
-elseif gseq == nil then
+local gbase, gfrom, greset = tonumber(st[2] or ''), tonumber(st[3] or '-1'), tonumber(st[4] or '0')
+-- Answers to requests planned before the last 429 (or before a flush) describe a past since overtaken.
+local fresh = seq > tonumber(st[7] or '-1') and seq <= cur
+if fresh and (gbase == nil or seq > gfrom or greset <= now) then
+  if reset == 0 then
+    limit, remaining, reset = 0, 9007199254740991, now + 60000
+  else
+    remaining = math.max(0, remaining - inflight)
+  end
+  redis.call('HSET', KEYS[1], 'gbase', cur, 'gfrom', seq, 'grem', remaining, 'greset', reset, 'glimit', limit)
+  gbase, greset = cur, reset
+elseif gbase == nil then
   return {0, 0, 0}
 else
-  remaining, limit = tonumber(st[4]), tonumber(st[5])
+  remaining, limit = tonumber(st[5]), tonumber(st[6])
 end
 if limit == 0 then return {0, 0, 0} end
 if greset <= now then return {limit, limit, greset} end
-return {limit, math.max(0, remaining - (cur - gseq)), greset}
+return {limit, math.max(0, remaining - (cur - gbase)), greset}
 `;
 
+// KEYS: state hash. ARGV: until, now.
 const PAUSE = `
 local p = tonumber(redis.call('HGET', KEYS[1], 'pause') or '0')
 if tonumber(ARGV[1]) > p then redis.call('HSET', KEYS[1], 'pause', ARGV[1]) end
-redis.call('HDEL', KEYS[1], 'gseq', 'grem', 'greset', 'glimit')
+redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
 redis.call('HSET', KEYS[1], 'pseq', tonumber(redis.call('HGET', KEYS[1], 'seq') or '0'))
 redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[1]) - tonumber(ARGV[2]) + 60000))
 return 1
@@ -105,6 +118,11 @@ export interface RedisBudgetOptions {
   readonly prefix?: string;
   /** How often a replica announces itself, and how fresh an announcement must be to count. */
   readonly heartbeatMs?: number;
+  /**
+   * How long a reservation counts as in flight when its replica never reports back (it crashed):
+   * longer than any request can take, so a live one is never forgotten early.
+   */
+  readonly inflightMs?: number;
 }
 
 export class RedisBudgetStore implements BudgetStore {
@@ -114,6 +132,7 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #replicaId = randomUUID();
   readonly #heartbeat: NodeJS.Timeout;
   readonly #heartbeatMs: number;
+  readonly #inflightMs: number;
   #replicas = 1;
   #fallback: MemoryBudgetStore | undefined;
 
@@ -121,6 +140,7 @@ export class RedisBudgetStore implements BudgetStore {
     this.#logger = options.logger;
     this.#prefix = options.prefix ?? 'petstore-gateway';
     this.#heartbeatMs = options.heartbeatMs ?? 1_000;
+    this.#inflightMs = options.inflightMs ?? 60_000;
     // Fail fast while disconnected (no offline queue) so requests fall back at once; reconnect forever.
     this.#redis = new Redis(options.url, {
       enableOfflineQueue: false,
@@ -145,8 +165,13 @@ export class RedisBudgetStore implements BudgetStore {
   reserve(keyId: string, windows: readonly RateWindow[], now: number, deadline: number): Promise<Reservation> {
     return this.#run(
       async () => {
-        const keys = [this.#key(keyId, 'state'), ...windows.map((w) => this.#key(keyId, `w${w.windowMs}`))];
-        const args = [now, Math.round(deadline), PROBE_MS, ...windows.flatMap((w) => [w.count, w.windowMs])];
+        const keys = [
+          this.#key(keyId, 'state'),
+          this.#key(keyId, 'inflight'),
+          ...windows.map((w) => this.#key(keyId, `w${w.windowMs}`)),
+        ];
+        const counts = windows.flatMap((w) => [w.count, w.windowMs]);
+        const args = [now, Math.round(deadline), PROBE_MS, this.#inflightMs, ...counts];
         const [ok, at, seq] = await this.#redis.petstoreReserve(keys.length, ...keys, ...args);
         return ok === 1 ? { ok: true, at: at as number, seq: seq as number } : { ok: false, retryAt: at as number };
       },
@@ -158,10 +183,20 @@ export class RedisBudgetStore implements BudgetStore {
     return this.#run(
       async () => {
         const args = [o.seq, o.limit, o.remaining, Math.round(o.resetAt), now];
-        const [limit, remaining, resetAt] = await this.#redis.petstoreObserve(1, this.#key(keyId, 'state'), ...args);
+        const keys = [this.#key(keyId, 'state'), this.#key(keyId, 'inflight')];
+        const [limit, remaining, resetAt] = await this.#redis.petstoreObserve(2, ...keys, ...args);
         return { limit: limit as number, remaining: remaining as number, resetAt: resetAt as number };
       },
       (fallback) => fallback.observe(keyId, o, now),
+    );
+  }
+
+  release(keyId: string, seq: number): Promise<void> {
+    return this.#run(
+      async () => {
+        await this.#redis.zrem(this.#key(keyId, 'inflight'), seq);
+      },
+      (fallback) => fallback.release(keyId, seq),
     );
   }
 

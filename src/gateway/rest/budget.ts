@@ -42,8 +42,10 @@ export interface Quota {
 export interface BudgetStore {
   /** Reserves the earliest send time for one request of `keyId`; refuses when it would fall after `deadline`. */
   reserve(keyId: string, windows: readonly RateWindow[], now: number, deadline: number): Promise<Reservation>;
-  /** Records the upstream's headers; returns the key's quota as now known. */
+  /** Records the upstream's headers for a sent reservation; returns the key's quota as now known. */
   observe(keyId: string, observation: Observation, now: number): Promise<Quota>;
+  /** Ends a reservation that got no answer (a network failure): it is no longer in flight. */
+  release(keyId: string, seq: number): Promise<void>;
   /** Stops every send of `keyId` until `until` (a 429's Retry-After). */
   pause(keyId: string, until: number): Promise<void>;
   pausedUntil(keyId: string): Promise<number>;
@@ -54,9 +56,13 @@ export interface BudgetStore {
 export const PROBE_MS = 5_000;
 
 interface Gate {
+  /** Requests that may be planned after `base` before `resetAt`. */
   remaining: number;
   resetAt: number;
-  seq: number;
+  /** The sequence number planned last when the gate was set. */
+  base: number;
+  /** The request whose answer set it (-1 for a probe gate): older answers do not replace it. */
+  from: number;
   limit: number;
 }
 
@@ -68,6 +74,8 @@ interface KeyBudget {
   pausedUntil: number;
   /** The sequence number planned last before the latest 429. */
   pauseSeq: number;
+  /** Reservations sent or about to be, with no answer yet. */
+  readonly inflight: Set<number>;
   lastUsed: number;
 }
 
@@ -95,25 +103,30 @@ export class MemoryBudgetStore implements BudgetStore {
     let gate = budget.gate;
     if (windows.length > 0) {
       // Unknown upstream state (cold start, after a pause, past the last Reset): one probe, then its answer decides.
-      if (gate === undefined || gate.resetAt <= at)
-        gate = { remaining: 1, resetAt: at + PROBE_MS, seq: budget.seq, limit: 0 };
-      if (budget.seq - gate.seq >= gate.remaining) return { ok: false, retryAt: gate.resetAt };
+      if (gate === undefined || gate.resetAt <= at) gate = probeGate(budget.seq, at);
+      if (budget.seq - gate.base >= gate.remaining) return { ok: false, retryAt: gate.resetAt };
     }
     if (at > deadline) return { ok: false, retryAt: at };
     budget.gate = gate;
     budget.seq++;
+    budget.inflight.add(budget.seq);
     for (const { windowMs } of windows) this.#log(budget, windowMs, now).push(at);
     return { ok: true, at, seq: budget.seq };
   }
 
   async observe(keyId: string, observation: Observation, now: number): Promise<Quota> {
     const budget = this.#budget(keyId, now);
+    budget.inflight.delete(observation.seq);
     // Answers to requests planned before the last 429 describe a past the pause has overtaken.
     const fresh = observation.seq > budget.pauseSeq;
-    if (fresh && (budget.gate === undefined || observation.seq > budget.gate.seq || budget.gate.resetAt <= now)) {
-      budget.gate = observation.resetAt === 0 ? unmetered(observation.seq, now) : { ...observation };
+    if (fresh && (budget.gate === undefined || observation.seq > budget.gate.from || budget.gate.resetAt <= now)) {
+      budget.gate = gateOf(observation, budget.seq, budget.inflight.size, now);
     }
     return budget.gate === undefined ? { limit: 0, remaining: 0, resetAt: 0 } : quotaOf(budget.gate, budget.seq, now);
+  }
+
+  async release(keyId: string, seq: number): Promise<void> {
+    this.#keys.get(keyId)?.inflight.delete(seq);
   }
 
   async pause(keyId: string, until: number): Promise<void> {
@@ -135,7 +148,15 @@ export class MemoryBudgetStore implements BudgetStore {
     let budget = this.#keys.get(keyId);
     if (budget === undefined) {
       this.#sweep(now);
-      budget = { logs: new Map(), seq: 0, gate: undefined, pausedUntil: 0, pauseSeq: 0, lastUsed: now };
+      budget = {
+        logs: new Map(),
+        seq: 0,
+        gate: undefined,
+        pausedUntil: 0,
+        pauseSeq: 0,
+        inflight: new Set(),
+        lastUsed: now,
+      };
       this.#keys.set(keyId, budget);
     }
     budget.lastUsed = now;
@@ -162,14 +183,26 @@ export class MemoryBudgetStore implements BudgetStore {
   }
 }
 
-/** An upstream that sends no rate-limit headers: nothing to gate on for a minute. */
-function unmetered(seq: number, now: number): Gate {
-  return { remaining: Number.MAX_SAFE_INTEGER, resetAt: now + 60_000, seq, limit: 0 };
+/** Unknown upstream state: one request may go, and its answer sets the real gate. */
+function probeGate(seq: number, at: number): Gate {
+  return { remaining: 1, resetAt: at + PROBE_MS, base: seq, from: -1, limit: 0 };
 }
 
-/** The upstream's view, less what was planned since the answer it came with. */
+/**
+ * The gate an answer sets: its Remaining less the other requests still in flight, which it may not
+ * count yet, from the latest reservation on. Without headers there is nothing to gate on for a minute.
+ */
+function gateOf(observation: Observation, seq: number, inflight: number, now: number): Gate {
+  if (observation.resetAt === 0) {
+    return { remaining: Number.MAX_SAFE_INTEGER, resetAt: now + 60_000, base: seq, from: observation.seq, limit: 0 };
+  }
+  const remaining = Math.max(0, observation.remaining - inflight);
+  return { remaining, resetAt: observation.resetAt, base: seq, from: observation.seq, limit: observation.limit };
+}
+
+/** The upstream's view, less what was planned since. */
 export function quotaOf(gate: Gate, seq: number, now: number): Quota {
   if (gate.limit === 0) return { limit: 0, remaining: 0, resetAt: 0 };
   if (gate.resetAt <= now) return { limit: gate.limit, remaining: gate.limit, resetAt: gate.resetAt };
-  return { limit: gate.limit, remaining: Math.max(0, gate.remaining - (seq - gate.seq)), resetAt: gate.resetAt };
+  return { limit: gate.limit, remaining: Math.max(0, gate.remaining - (seq - gate.base)), resetAt: gate.resetAt };
 }

@@ -73,6 +73,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         await sleep(reservation.at - start);
         // A 429 seen meanwhile (here or by another replica) stops this send too: plan again.
         if ((await options.store.pausedUntil(keyId)) <= now()) return reservation.seq;
+        await options.store.release(keyId, reservation.seq);
         continue;
       }
       if (reservation.retryAt > deadline) {
@@ -87,7 +88,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const deadline = now() + options.maxWaitMs;
     for (let retry = 0; ; retry++) {
       const seq = await waitForSlot(keyId, deadline);
-      const response = await group.key(keyId).schedule(attempt);
+      let response: UpstreamResponse;
+      try {
+        response = await group.key(keyId).schedule(attempt);
+      } catch (error) {
+        await options.store.release(keyId, seq);
+        throw error;
+      }
       const observed = observation(response, seq, now());
       quotas.set(keyId, await options.store.observe(keyId, observed, now()));
       if (response.status !== 429) return response;

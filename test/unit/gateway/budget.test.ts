@@ -1,0 +1,124 @@
+/**
+ * The budget algorithm, run against both of its implementations: the in-process store and the Lua
+ * scripts in a real redis-server (started on a free port, stopped by its pid). Times are plain
+ * numbers passed in, so each test plays minutes of planning in microseconds.
+ */
+
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { RateWindow } from '../../../src/config.js';
+import { createLogger } from '../../../src/gateway/logger.js';
+import { type BudgetStore, MemoryBudgetStore, PROBE_MS } from '../../../src/gateway/rest/budget.js';
+import { RedisBudgetStore } from '../../../src/gateway/rest/budget-redis.js';
+import { type RedisServer, startRedis } from '../../helpers/redis.js';
+
+const T = 1_800_000_000_000;
+const FAR = T + 86_400_000;
+const FIVE_PER_SECOND: RateWindow[] = [{ count: 5, windowMs: 1_000 }];
+
+let redis: RedisServer;
+let run = 0;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+const implementations: [string, () => Promise<BudgetStore>][] = [
+  ['in memory', async () => new MemoryBudgetStore()],
+  [
+    'in Redis',
+    async () => {
+      const store = new RedisBudgetStore({ url: redis.url, logger: createLogger('silent'), prefix: `unit-${run++}` });
+      await store.ready();
+      return store;
+    },
+  ],
+];
+
+describe.each(implementations)('the budget %s', (_name, create) => {
+  let store: BudgetStore;
+  beforeEach(async () => {
+    store = await create();
+    return () => store.close();
+  });
+
+  /** Reserves and, when it went, answers as an upstream with `remaining` left until `reset` would. */
+  async function sendAndAnswer(now: number, remaining: number, resetAt = T + 1_000) {
+    const reservation = await store.reserve('k', FIVE_PER_SECOND, now, FAR);
+    if (!reservation.ok) return reservation;
+    await store.observe('k', { seq: reservation.seq, limit: 5, remaining, resetAt }, now);
+    return reservation;
+  }
+
+  it('sends one probe while the upstream state is unknown, and waits for its answer', async () => {
+    const probe = await store.reserve('k', FIVE_PER_SECOND, T, FAR);
+    expect(probe).toEqual({ ok: true, at: T, seq: 1 });
+    expect(await store.reserve('k', FIVE_PER_SECOND, T, FAR)).toEqual({ ok: false, retryAt: T + PROBE_MS });
+    await store.observe('k', { seq: 1, limit: 5, remaining: 4, resetAt: T + 1_000 }, T + 5);
+    expect(await store.reserve('k', FIVE_PER_SECOND, T + 5, FAR)).toMatchObject({ ok: true, at: T + 5 });
+  });
+
+  it('plans no more than Remaining before Reset, less what is still in flight', async () => {
+    await sendAndAnswer(T, 4);
+    const inFlight = await store.reserve('k', FIVE_PER_SECOND, T + 1, FAR);
+    expect(inFlight.ok).toBe(true);
+    // The store has 2 left, but the request in flight may not be counted in that yet: 1 more.
+    await sendAndAnswer(T + 2, 2);
+    expect((await store.reserve('k', FIVE_PER_SECOND, T + 3, FAR)).ok).toBe(true);
+    expect(await store.reserve('k', FIVE_PER_SECOND, T + 3, FAR)).toEqual({ ok: false, retryAt: T + 1_000 });
+  });
+
+  it('keeps at most count sends in any window-long span, planning the rest in the future', async () => {
+    await sendAndAnswer(T, 100, T + 60_000);
+    const times: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const reservation = await store.reserve('k', FIVE_PER_SECOND, T + 10, FAR);
+      if (reservation.ok) times.push(reservation.at);
+    }
+    expect(times).toEqual([T + 10, T + 10, T + 10, T + 10, T + 1_000, T + 1_010, T + 1_010]);
+  });
+
+  it('refuses at once, with the time budget returns, what cannot be sent before the deadline', async () => {
+    await sendAndAnswer(T, 0, T + 30_000);
+    expect(await store.reserve('k', FIVE_PER_SECOND, T + 1, T + 10_000)).toEqual({ ok: false, retryAt: T + 30_000 });
+  });
+
+  it('ignores an answer older than the one the gate came from', async () => {
+    const first = await store.reserve('k', FIVE_PER_SECOND, T, FAR);
+    await store.observe('k', { seq: (first as { seq: number }).seq, limit: 5, remaining: 4, resetAt: T + 1_000 }, T);
+    const a = (await store.reserve('k', FIVE_PER_SECOND, T, FAR)) as { seq: number };
+    const b = (await store.reserve('k', FIVE_PER_SECOND, T, FAR)) as { seq: number };
+    await store.observe('k', { seq: b.seq, limit: 5, remaining: 0, resetAt: T + 1_000 }, T + 2);
+    await store.observe('k', { seq: a.seq, limit: 5, remaining: 3, resetAt: T + 1_000 }, T + 3);
+    expect((await store.reserve('k', FIVE_PER_SECOND, T + 4, FAR)).ok).toBe(false);
+  });
+
+  it('after a 429 plans nothing until the pause ends, then probes again', async () => {
+    await sendAndAnswer(T, 4);
+    await store.pause('k', T + 3_000);
+    expect(await store.pausedUntil('k')).toBe(T + 3_000);
+    const probe = await store.reserve('k', FIVE_PER_SECOND, T + 10, FAR);
+    expect(probe).toMatchObject({ ok: true, at: T + 3_000 });
+    expect((await store.reserve('k', FIVE_PER_SECOND, T + 10, FAR)).ok).toBe(false);
+  });
+
+  it('with throttling off (no windows) honours only the pause', async () => {
+    for (let i = 0; i < 20; i++) expect(await store.reserve('k', [], T, FAR)).toMatchObject({ ok: true, at: T });
+    await store.pause('k', T + 2_000);
+    expect(await store.reserve('k', [], T, FAR)).toMatchObject({ ok: true, at: T + 2_000 });
+  });
+
+  it('no longer counts a released reservation as in flight', async () => {
+    await sendAndAnswer(T, 4);
+    const lost = (await store.reserve('k', FIVE_PER_SECOND, T + 1, FAR)) as { seq: number };
+    await store.release('k', lost.seq);
+    await sendAndAnswer(T + 2, 2);
+    expect((await store.reserve('k', FIVE_PER_SECOND, T + 3, FAR)).ok).toBe(true);
+  });
+
+  it('keeps keys apart', async () => {
+    await sendAndAnswer(T, 0, T + 30_000);
+    expect((await store.reserve('other', FIVE_PER_SECOND, T, FAR)).ok).toBe(true);
+  });
+});
