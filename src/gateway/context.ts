@@ -3,13 +3,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../config.js';
 import { missingCredential } from './errors.js';
-import { createPetLoader, type LookupStats, type PetLoader } from './loaders/pet-loader.js';
+import { createPetLookups, type LookupStats, type PetLoader } from './loaders/pet-loader.js';
 import type { Logger } from './logger.js';
 import type { RestClient } from './rest/client.js';
 
 export interface GatewayContext {
   /** The API key every upstream request of this operation carries. */
   readonly key: string;
+  /** The shared REST client, wrapped for this request so that its list pages prime `petLoader`. */
   readonly client: RestClient;
   readonly petLoader: PetLoader;
   readonly logger: Logger;
@@ -27,18 +28,14 @@ export interface ContextDeps {
 export function createContext(deps: ContextDeps, headers: IncomingHttpHeaders): GatewayContext {
   const key = credential(headers.authorization) ?? deps.config.apiKey;
   if (key === undefined) throw missingCredential();
-  return {
-    key,
+  const lookups = createPetLookups({
     client: deps.client,
-    logger: deps.logger,
-    petLoader: createPetLoader({
-      client: deps.client,
-      key,
-      strategy: deps.config.petLookup,
-      stats: deps.lookupStats,
-      now: deps.now,
-    }),
-  };
+    key,
+    strategy: deps.config.petLookup,
+    stats: deps.lookupStats,
+    now: deps.now,
+  });
+  return { key, client: lookups.client, logger: deps.logger, petLoader: lookups.loader };
 }
 
 function credential(header: string | undefined): string | undefined {

@@ -23,7 +23,7 @@ import { rateLimitExtension } from './rate-limit-plugin.js';
 import { resolvers } from './resolvers/index.js';
 import { MemoryBudgetStore } from './rest/budget.js';
 import { RedisBudgetStore } from './rest/budget-redis.js';
-import { createRestClient } from './rest/client.js';
+import { createRestClient, type UpstreamMetrics } from './rest/client.js';
 import { createLimiter } from './rest/limiter.js';
 
 /** The GraphQL contract (DESIGN.md section 2), read once at start. */
@@ -37,6 +37,8 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Prefix of the gateway's Redis keys (default petstore-gateway), so tests can share a Redis. */
   readonly redisPrefix?: string;
+  /** Counters the gateway keeps (deprecated upstream answers); pass one in to read them. */
+  readonly metrics?: UpstreamMetrics;
 }
 
 export interface GatewayHandle {
@@ -54,12 +56,19 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     ? new RedisBudgetStore({
         url: config.redisUrl,
         logger,
+        inflightMs: config.maxWaitMs + 2 * config.timeoutMs + 5_000,
         ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
       })
     : new MemoryBudgetStore();
   if (store instanceof RedisBudgetStore) await store.ready();
   const limiter = createLimiter({ windows: config.rateLimits, maxWaitMs: config.maxWaitMs, store, now });
-  const client = createRestClient({ baseUrl: config.petstoreBaseUrl, timeoutMs: config.timeoutMs, logger, limiter });
+  const client = createRestClient({
+    baseUrl: config.petstoreBaseUrl,
+    timeoutMs: config.timeoutMs,
+    logger,
+    limiter,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+  });
   const lookupStats: LookupStats = { fullScanPages: undefined };
 
   const httpServer = createServer();

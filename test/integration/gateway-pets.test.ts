@@ -463,10 +463,8 @@ describe('the pets connection and pet lookups against the reference store', () =
       expect(stack.count('getPet')).toBe(0);
     });
 
-    // BUG (src/gateway/loaders/pet-loader.ts with pets-connection.ts): sibling root fields run concurrently,
-    // and the loader's batch is dispatched on the next tick, before the list's response has primed it, so
-    // `{ pets(first: 10) { … } pet(id: "3") { … } }` costs 2 listPets (the list, then a scan) instead of 1.
-    it.fails('costs no extra upstream request for a lookup of a pet the same operation lists', async () => {
+    // Sibling root fields run concurrently: the lookup's batch waits for the list page in flight.
+    it('costs no extra upstream request for a lookup of a pet the same operation lists', async () => {
       const response = await stack.query(`{ pets(first: 10) { nodes { id } } pet(id: "3") { ${PET_FIELDS} } }`);
       expect(response.body.data?.pet).toEqual(gqlPet(seedPet(3n)));
       expect(stack.count()).toBe(1);

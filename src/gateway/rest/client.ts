@@ -11,7 +11,7 @@ import type { Logger } from '../logger.js';
 import type { PetModel } from '../models.js';
 import { parseJson, toErrorBody, toPet, toPets } from './json.js';
 import { type Limiter, passThroughLimiter } from './limiter.js';
-import { nextLink } from './link.js';
+import { isPetsPageUrl, nextLink } from './link.js';
 import { parseRetryAfter } from './retry-after.js';
 
 export interface UpstreamResponse {
@@ -45,6 +45,12 @@ export interface RestClient {
   close(): Promise<void>;
 }
 
+/** Counters a later metrics endpoint reads; the caller owns the object. */
+export interface UpstreamMetrics {
+  /** Upstream responses marked deprecated (RFC 9745 Deprecation or RFC 8594 Sunset). */
+  deprecatedCalls: number;
+}
+
 export interface RestClientOptions {
   readonly baseUrl: string;
   readonly timeoutMs: number;
@@ -54,6 +60,7 @@ export interface RestClientOptions {
   readonly maxBodyBytes?: number;
   /** Sockets kept to the upstream (default 32). */
   readonly connections?: number;
+  readonly metrics?: UpstreamMetrics;
 }
 
 class BodyTooLargeError extends Error {}
@@ -70,6 +77,8 @@ export function createRestClient(options: RestClientOptions): RestClient {
   const limiter = options.limiter ?? passThroughLimiter;
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   let warnedForeignLink = false;
+  const metrics = options.metrics ?? { deprecatedCalls: 0 };
+  const deprecatedEndpoints = new Set<string>();
 
   async function attempt(key: string, method: 'GET' | 'POST', url: URL, body?: string): Promise<UpstreamResponse> {
     const response = await pool.request({
@@ -85,7 +94,24 @@ export function createRestClient(options: RestClientOptions): RestClient {
       signal: AbortSignal.timeout(options.timeoutMs),
     });
     const text = await readCapped(response.body, maxBodyBytes);
-    return { status: response.statusCode, headers: response.headers, body: text };
+    const result = { status: response.statusCode, headers: response.headers, body: text };
+    noteDeprecation(method, url, result);
+    return result;
+  }
+
+  /** Counts every deprecated answer and logs each endpoint once; GraphQL clients never see it. */
+  function noteDeprecation(method: string, url: URL, response: UpstreamResponse): void {
+    const deprecation = header(response, 'deprecation');
+    const sunset = header(response, 'sunset');
+    if (deprecation === undefined && sunset === undefined) return;
+    metrics.deprecatedCalls++;
+    const endpoint = `${method} ${url.pathname.replace(/\/-?\d+(?=\/|$)/g, '/{id}')}`;
+    if (deprecatedEndpoints.has(endpoint)) return;
+    deprecatedEndpoints.add(endpoint);
+    options.logger.warn(
+      { endpoint, deprecation, sunset },
+      `the Pet Store marks ${endpoint} deprecated${sunset === undefined ? '' : `, sunset ${sunset}`}`,
+    );
   }
 
   /** One request through the limiter. A GET whose connection failed before any answer is sent once more. */
@@ -150,11 +176,13 @@ export function createRestClient(options: RestClientOptions): RestClient {
       if (response.status !== 200) fail(response);
       const pets = parseBody(response, toPets);
       const link = nextLink(header(response, 'link'), url, baseUrl.origin);
-      if (link !== undefined && 'foreign' in link && !warnedForeignLink) {
+      const next = link !== undefined && 'url' in link && isPetsPageUrl(link.url, baseUrl) ? link.url : undefined;
+      if (link !== undefined && next === undefined && !warnedForeignLink) {
         warnedForeignLink = true;
-        options.logger.warn({ target: link.foreign }, 'upstream linked its next page on another origin; not followed');
+        const target = 'foreign' in link ? link.foreign : link.url.pathname;
+        options.logger.warn({ target }, 'upstream linked its next page outside <base>/pets; not followed');
       }
-      return { pets, next: link !== undefined && 'url' in link ? link.url : undefined };
+      return { pets, next };
     },
 
     async createPet(key, pet) {
