@@ -18,6 +18,8 @@ try {
   process.exit(1);
 }
 const logger = createLogger(config.logLevel);
+/** Apollo's drain grace period (10 s) plus time to close the pool and Redis. */
+const SHUTDOWN_DEADLINE_MS = 15_000;
 
 let embedded: PetstoreHandle | undefined;
 if (config.petstoreBaseUrl === undefined) {
@@ -35,9 +37,23 @@ console.log(
 );
 if (!config.production) console.log(`Open ${gateway.url} in a browser for Apollo Sandbox.`);
 
-async function shutdown(): Promise<void> {
+/**
+ * SIGTERM/SIGINT: stop accepting, let in-flight requests finish (Apollo's drain plugin gives them
+ * its grace period), close the upstream pool, Redis and the embedded store, exit 0. A second signal,
+ * or a shutdown that overruns its deadline, exits at once.
+ */
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) process.exit(1);
+  stopping = true;
+  logger.info({ signal }, 'shutting down');
+  setTimeout(() => {
+    logger.error('shutdown overran its deadline; exiting');
+    process.exit(1);
+  }, SHUTDOWN_DEADLINE_MS).unref();
   await gateway.close();
   await embedded?.close();
+  logger.flush();
   process.exit(0);
 }
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void shutdown());
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(signal));

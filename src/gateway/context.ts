@@ -1,6 +1,7 @@
 /** The per-request context: the credential, the REST client, and loaders made for this request only. */
 
 import type { IncomingHttpHeaders } from 'node:http';
+import { type DocumentNode, Kind, parse } from 'graphql';
 import type { Config } from '../config.js';
 import { missingCredential } from './errors.js';
 import { createPetLookups, type LookupStats, type PetLoader } from './loaders/pet-loader.js';
@@ -8,7 +9,7 @@ import type { Logger } from './logger.js';
 import type { RestClient } from './rest/client.js';
 
 export interface GatewayContext {
-  /** The API key every upstream request of this operation carries. */
+  /** The API key every upstream request of this operation carries ('' for a metadata-only operation). */
   readonly key: string;
   /** The shared REST client, wrapped for this request so that its list pages prime `petLoader`. */
   readonly client: RestClient;
@@ -24,9 +25,13 @@ export interface ContextDeps {
   readonly now: () => number;
 }
 
-/** A client's bearer key is forwarded; otherwise the configured key; otherwise HTTP 401 before any upstream call. */
-export function createContext(deps: ContextDeps, headers: IncomingHttpHeaders): GatewayContext {
-  const key = credential(headers.authorization) ?? deps.config.apiKey;
+/**
+ * A client's bearer key is forwarded; otherwise the configured key; otherwise HTTP 401 before any
+ * upstream call, unless the operation only asks for schema metadata (`_service { sdl }` for a
+ * router or Rover, introspection), which needs no upstream and so no key (`key` is then '').
+ */
+export function createContext(deps: ContextDeps, headers: IncomingHttpHeaders, query?: string): GatewayContext {
+  const key = credential(headers.authorization) ?? deps.config.apiKey ?? (isMetadataOnly(query) ? '' : undefined);
   if (key === undefined) throw missingCredential();
   const lookups = createPetLookups({
     client: deps.client,
@@ -36,6 +41,28 @@ export function createContext(deps: ContextDeps, headers: IncomingHttpHeaders): 
     now: deps.now,
   });
   return { key, client: lookups.client, logger: deps.logger, petLoader: lookups.loader };
+}
+
+const METADATA_FIELDS = new Set(['_service', '__schema', '__type', '__typename']);
+
+/** Whether every root field of every operation in `query` is schema metadata. */
+function isMetadataOnly(query: string | undefined): boolean {
+  if (query === undefined || query.length > 100_000) return false;
+  let document: DocumentNode;
+  try {
+    document = parse(query, { maxTokens: 10_000 });
+  } catch {
+    return false;
+  }
+  const operations = document.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION);
+  return (
+    operations.length > 0 &&
+    operations.every((operation) =>
+      operation.selectionSet.selections.every(
+        (selection) => selection.kind === Kind.FIELD && METADATA_FIELDS.has(selection.name.value),
+      ),
+    )
+  );
 }
 
 function credential(header: string | undefined): string | undefined {

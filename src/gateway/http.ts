@@ -10,7 +10,8 @@ import type { GatewayContext } from './context.js';
 
 export interface HttpOptions {
   readonly apollo: ApolloServer<GatewayContext>;
-  readonly context: (req: IncomingMessage) => Promise<GatewayContext>;
+  /** `query` is the operation's text, when the request carries one. */
+  readonly context: (req: IncomingMessage, query: string | undefined) => Promise<GatewayContext>;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
   readonly onError: (error: unknown) => void;
@@ -50,7 +51,7 @@ export function createHttpHandler(options: HttpOptions): (req: IncomingMessage, 
     const request: HTTPGraphQLRequest = { method: req.method ?? 'GET', headers, search: url.search, body: body.value };
     const response = await options.apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: request,
-      context: () => options.context(req),
+      context: () => options.context(req, queryText(body.value, url)),
     });
     for (const [name, value] of response.headers) res.setHeader(name, value);
     res.statusCode = response.status ?? 200;
@@ -61,6 +62,12 @@ export function createHttpHandler(options: HttpOptions): (req: IncomingMessage, 
     for await (const chunk of response.body.asyncIterator) res.write(chunk);
     res.end();
   }
+}
+
+function queryText(body: unknown, url: URL): string | undefined {
+  const query =
+    typeof body === 'object' && body !== null ? (body as { query?: unknown }).query : url.searchParams.get('query');
+  return typeof query === 'string' ? query : undefined;
 }
 
 function setCors(req: IncomingMessage, res: ServerResponse): void {

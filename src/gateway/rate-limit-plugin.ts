@@ -10,7 +10,7 @@ export function rateLimitExtension(limiter: Limiter): ApolloServerPlugin<Gateway
       return {
         async willSendResponse({ response, contextValue }) {
           // No context when the request was refused before one was built (no credential).
-          if (response.body.kind !== 'single' || contextValue?.key === undefined) return;
+          if (response.body.kind !== 'single' || !contextValue?.key) return;
           const quota = limiter.quota(contextValue.key);
           if (quota === undefined || quota.resetAt === 0) return;
           response.body.singleResult.extensions = {

@@ -96,7 +96,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     'request',
     createHttpHandler({
       apollo,
-      context: async (req: IncomingMessage) => createContext(deps, req.headers),
+      context: async (req: IncomingMessage, query: string | undefined) => createContext(deps, req.headers, query),
       maxBodyBytes: 1024 * 1024,
       onError: (error) => logger.error({ err: error }, 'request failed'),
     }),

@@ -763,6 +763,18 @@ describe('no credential at all', () => {
     expect(stack.count()).toBe(0);
   });
 
+  it('serves schema metadata (_service for routers and Rover, introspection) without a key', async () => {
+    const service = await stack.query('{ _service { sdl } }');
+    expect(service.status).toBe(200);
+    expect(service.body.data?._service.sdl).toMatch(/type Pet\s+@key\(fields: "id"\)/);
+    const introspection = await stack.query('query Q { __schema { queryType { name } } __typename }');
+    expect(introspection.body.data).toEqual({ __schema: { queryType: { name: 'Query' } }, __typename: 'Query' });
+    // Metadata beside a field that needs the upstream is no longer metadata only.
+    const mixed = await stack.query('{ _service { sdl } pets { nodes { id } } }');
+    expect(mixed.status).toBe(401);
+    expect(stack.count()).toBe(0);
+  });
+
   it('still serves a client that sends its own bearer key', async () => {
     const response = await stack.query(PET, { variables: { id: '1' }, key: TEST_KEY });
     expectData(response, { pet: gqlPet(seedPet(1n)) });
