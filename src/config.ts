@@ -31,6 +31,21 @@ export interface Config {
   readonly development: boolean;
   readonly introspection: boolean;
   readonly logLevel: LogLevel;
+  readonly limits: OperationLimits;
+}
+
+/** What one GraphQL request may ask for, checked before it runs (no upstream call for a refused one). */
+export interface OperationLimits {
+  readonly maxDepth: number;
+  readonly maxAliases: number;
+  readonly maxTokens: number;
+  readonly maxDirectives: number;
+  /** graphql-armor's generic cost (objects 2, scalars 1, ×1.5 per level). */
+  readonly maxCost: number;
+  /** Largest share of the key's smallest window one operation may be estimated to spend upstream. */
+  readonly maxBudgetShare: number;
+  readonly maxBodyBytes: number;
+  readonly allowBatchedRequests: boolean;
 }
 
 export class ConfigError extends Error {
@@ -67,6 +82,18 @@ export function parseConfig(env: Env): Config {
     development: env.NODE_ENV === 'development',
     introspection: parseBoolean(env, 'INTROSPECTION', !production),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+    limits: Object.freeze({
+      maxDepth: integer(env, 'MAX_DEPTH', 6, 1, 100),
+      // graphql-armor's default is 15; 100 keeps a router's or client's batch of 100 pet lookups in one operation.
+      maxAliases: integer(env, 'MAX_ALIASES', 100, 1, 10_000),
+      // graphql-armor's default is 1,000; 100 aliased lookups with a few fields each take about 1,500.
+      maxTokens: integer(env, 'MAX_TOKENS', 2_000, 50, 1_000_000),
+      maxDirectives: integer(env, 'MAX_DIRECTIVES', 50, 1, 10_000),
+      maxCost: integer(env, 'MAX_COST', 5_000, 1, 10_000_000),
+      maxBudgetShare: fraction(env, 'MAX_BUDGET_SHARE', 0.25),
+      maxBodyBytes: size(env, 'MAX_BODY_SIZE', '256kb'),
+      allowBatchedRequests: parseBoolean(env, 'ALLOW_BATCHED_REQUESTS', false),
+    }),
   };
   return Object.freeze(config);
 }
@@ -118,6 +145,33 @@ function parseRedisUrl(env: Env): string | undefined {
     if (['redis:', 'rediss:'].includes(new URL(raw).protocol)) return raw;
   } catch {}
   throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = value(env, name);
+  if (raw === undefined) return fallback;
+  const parsed = /^[0-9]{1,10}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(parsed >= min && parsed <= max)) throw new ConfigError(`${name} must be an integer from ${min} to ${max}`);
+  return parsed;
+}
+
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = value(env, name);
+  if (raw === undefined) return fallback;
+  const parsed = /^(0(\.[0-9]+)?|1(\.0+)?)$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(parsed > 0 && parsed <= 1))
+    throw new ConfigError(`${name} must be a fraction greater than 0, at most 1 (e.g. 0.25)`);
+  return parsed;
+}
+
+const SIZE_UNITS: Readonly<Record<string, number>> = { b: 1, kb: 1024, mb: 1024 * 1024 };
+
+function size(env: Env, name: string, fallback: string): number {
+  const match = /^([0-9]{1,9})(b|kb|mb)$/i.exec(value(env, name) ?? fallback);
+  const bytes = match ? Number(match[1]) * (SIZE_UNITS[(match[2] as string).toLowerCase()] as number) : Number.NaN;
+  if (!(bytes >= 1024 && bytes <= 64 * 1024 * 1024))
+    throw new ConfigError(`${name} must be a size such as 256kb or 1mb (1kb to 64mb)`);
+  return bytes;
 }
 
 function parseBoolean(env: Env, name: string, fallback: boolean): boolean {

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApolloServer } from '@apollo/server';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDisableSuggestions } from '@apollo/server/plugin/disableSuggestions';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
@@ -19,6 +19,7 @@ import { formatError } from './format-error.js';
 import { createHttpHandler } from './http.js';
 import type { LookupStats } from './loaders/pet-loader.js';
 import { createLogger, type Logger } from './logger.js';
+import { armorProtection, upstreamEstimatePlugin } from './operation-limits.js';
 import { rateLimitExtension } from './rate-limit-plugin.js';
 import { resolvers } from './resolvers/index.js';
 import { MemoryBudgetStore } from './rest/budget.js';
@@ -72,10 +73,14 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const lookupStats: LookupStats = { fullScanPages: undefined };
 
   const httpServer = createServer();
+  const armor = armorProtection(config.limits);
   const apollo = new ApolloServer<GatewayContext>({
     schema: buildSubgraphSchema([{ typeDefs, resolvers }]),
     introspection: config.introspection,
     csrfPrevention: true,
+    allowBatchedHttpRequests: config.limits.allowBatchedRequests,
+    validationRules: armor.validationRules,
+    parseOptions: { maxTokens: config.limits.maxTokens },
     includeStacktraceInErrorResponses: config.development,
     formatError: (formatted, error) => formatError(formatted, error, config.development),
     logger,
@@ -86,6 +91,15 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         ? ApolloServerPluginLandingPageProductionDefault({ footer: false })
         : ApolloServerPluginLandingPageLocalDefault({ footer: false, embed: true }),
       ...(config.production ? [ApolloServerPluginDisableSuggestions()] : []),
+      // graphql-armor is CommonJS and so names the CommonJS build's types; the plugins are the same objects.
+      ...(armor.plugins as unknown as ApolloServerPlugin<GatewayContext>[]),
+      upstreamEstimatePlugin({
+        limits: config.limits,
+        windows: config.rateLimits,
+        petLookup: config.petLookup,
+        lookupStats,
+        now,
+      }),
       rateLimitExtension(limiter),
     ],
   });
@@ -97,7 +111,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     createHttpHandler({
       apollo,
       context: async (req: IncomingMessage, query: string | undefined) => createContext(deps, req.headers, query),
-      maxBodyBytes: 1024 * 1024,
+      maxBodyBytes: config.limits.maxBodyBytes,
       onError: (error) => logger.error({ err: error }, 'request failed'),
     }),
   );

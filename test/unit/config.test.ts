@@ -42,6 +42,45 @@ describe('parseConfig defaults', () => {
       development: false,
       introspection: true,
       logLevel: 'info',
+      limits: {
+        maxDepth: 6,
+        maxAliases: 100,
+        maxTokens: 2_000,
+        maxDirectives: 50,
+        maxCost: 5_000,
+        maxBudgetShare: 0.25,
+        maxBodyBytes: 256 * 1024,
+        allowBatchedRequests: false,
+      },
+    });
+  });
+
+  it.each([
+    ['MAX_DEPTH', '0'],
+    ['MAX_ALIASES', 'many'],
+    ['MAX_TOKENS', '10'],
+    ['MAX_COST', '-5'],
+    ['MAX_BUDGET_SHARE', '1.5'],
+    ['MAX_BUDGET_SHARE', '0'],
+    ['MAX_BODY_SIZE', '10'],
+    ['MAX_BODY_SIZE', '1gb'],
+    ['ALLOW_BATCHED_REQUESTS', 'maybe'],
+  ])('refuses %s=%s naming the variable', (name, raw) => {
+    expect(() => parseConfig({ [name]: raw })).toThrow(new RegExp(`^${name} must`));
+  });
+
+  it('reads operation limits', () => {
+    const { limits } = parseConfig({
+      MAX_DEPTH: '10',
+      MAX_BODY_SIZE: '1mb',
+      MAX_BUDGET_SHARE: '0.5',
+      ALLOW_BATCHED_REQUESTS: 'true',
+    });
+    expect(limits).toMatchObject({
+      maxDepth: 10,
+      maxBodyBytes: 1024 * 1024,
+      maxBudgetShare: 0.5,
+      allowBatchedRequests: true,
     });
   });
 
