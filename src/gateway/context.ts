@@ -23,6 +23,8 @@ export interface ContextDeps {
   readonly logger: Logger;
   readonly lookupStats: LookupStats;
   readonly now: () => number;
+  /** Told the size of every pet lookup batch (metrics). */
+  readonly onBatch?: (size: number) => void;
 }
 
 /**
@@ -39,6 +41,7 @@ export function createContext(deps: ContextDeps, headers: IncomingHttpHeaders, q
     strategy: deps.config.petLookup,
     stats: deps.lookupStats,
     now: deps.now,
+    ...(deps.onBatch ? { onBatch: deps.onBatch } : {}),
   });
   return { key, client: lookups.client, logger: deps.logger, petLoader: lookups.loader };
 }

@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import type { GatewayContext } from './context.js';
+import { requestIdFrom, runWithRequestId } from './request-context.js';
 
 export interface HttpOptions {
   readonly apollo: ApolloServer<GatewayContext>;
@@ -15,11 +16,15 @@ export interface HttpOptions {
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
   readonly onError: (error: unknown) => void;
+  /** Serves `/metrics` (Prometheus text format). */
+  readonly metrics?: { readonly contentType: string; metrics(): Promise<string> };
 }
 
 export function createHttpHandler(options: HttpOptions): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    handle(req, res).catch((error: unknown) => {
+    const requestId = requestIdFrom(req.headers['x-request-id']);
+    res.setHeader('X-Request-Id', requestId);
+    runWithRequestId(requestId, () => handle(req, res)).catch((error: unknown) => {
       options.onError(error);
       if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error' }] });
       else res.destroy();
@@ -29,6 +34,12 @@ export function createHttpHandler(options: HttpOptions): (req: IncomingMessage, 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://gateway.invalid');
     if (url.pathname === '/health') return sendJson(res, 200, { status: 'ok' });
+    if (url.pathname === '/metrics' && options.metrics) {
+      const text = await options.metrics.metrics();
+      res.setHeader('Content-Type', options.metrics.contentType);
+      res.end(text);
+      return;
+    }
     if (url.pathname !== '/graphql' && url.pathname !== '/graphql/') {
       return sendJson(res, 404, { errors: [{ message: 'Not found: GraphQL is served at /graphql' }] });
     }

@@ -19,6 +19,8 @@ import { formatError } from './format-error.js';
 import { createHttpHandler } from './http.js';
 import type { LookupStats } from './loaders/pet-loader.js';
 import { createLogger, type Logger } from './logger.js';
+import { createMetrics, recordLimiterEvent } from './metrics.js';
+import { operationMetricsPlugin } from './metrics-plugin.js';
 import { armorProtection, upstreamEstimatePlugin } from './operation-limits.js';
 import { rateLimitExtension } from './rate-limit-plugin.js';
 import { resolvers } from './resolvers/index.js';
@@ -62,7 +64,14 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       })
     : new MemoryBudgetStore();
   if (store instanceof RedisBudgetStore) await store.ready();
-  const limiter = createLimiter({ windows: config.rateLimits, maxWaitMs: config.maxWaitMs, store, now });
+  const metrics = createMetrics();
+  const limiter = createLimiter({
+    windows: config.rateLimits,
+    maxWaitMs: config.maxWaitMs,
+    store,
+    now,
+    onEvent: (event) => recordLimiterEvent(metrics, event),
+  });
   const client = createRestClient({
     baseUrl: config.petstoreBaseUrl,
     timeoutMs: config.timeoutMs,
@@ -101,11 +110,19 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         now,
       }),
       rateLimitExtension(limiter),
+      operationMetricsPlugin(metrics),
     ],
   });
   await apollo.start();
 
-  const deps = { config, client, logger, lookupStats, now };
+  const deps = {
+    config,
+    client,
+    logger,
+    lookupStats,
+    now,
+    onBatch: (size: number) => metrics.loaderBatchSize.observe(size),
+  };
   httpServer.on(
     'request',
     createHttpHandler({
@@ -113,6 +130,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       context: async (req: IncomingMessage, query: string | undefined) => createContext(deps, req.headers, query),
       maxBodyBytes: config.limits.maxBodyBytes,
       onError: (error) => logger.error({ err: error }, 'request failed'),
+      metrics: metrics.registry,
     }),
   );
   await new Promise<void>((resolve, reject) => {

@@ -27,6 +27,7 @@ export interface PetLoaderOptions {
   readonly stats: LookupStats;
   readonly now: () => number;
   readonly maxBatchSize?: number;
+  readonly onBatch?: (size: number) => void;
 }
 
 export type PetLoader = DataLoader<string, PetModel | null>;
@@ -99,6 +100,7 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
 
   const loader: PetLoader = new DataLoader(
     async (ids) => {
+      options.onBatch?.(ids.length);
       // Sibling fields resolve concurrently: a list page of this request still in flight may carry these pets.
       while (inFlight.size > 0) await Promise.allSettled(inFlight);
       const missing = scannedToEnd ? [] : ids.filter((id) => !seen.has(id));

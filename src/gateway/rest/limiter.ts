@@ -38,7 +38,10 @@ export interface LimiterOptions {
 }
 
 export type LimiterEvent =
+  | { readonly type: 'waiting'; readonly delta: 1 | -1 }
   | { readonly type: 'throttled'; readonly waitMs: number }
+  | { readonly type: 'heldBack' }
+  | { readonly type: 'quota'; readonly keyId: string; readonly quota: Quota }
   | { readonly type: 'rejected'; readonly reason: 'budget' | 'queue' }
   | { readonly type: 'upstream429'; readonly pauseMs: number };
 
@@ -73,6 +76,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         await sleep(reservation.at - start);
         // A 429 seen meanwhile (here or by another replica) stops this send too: plan again.
         if ((await options.store.pausedUntil(keyId)) <= now()) return reservation.seq;
+        options.onEvent?.({ type: 'heldBack' });
         await options.store.release(keyId, reservation.seq);
         continue;
       }
@@ -87,7 +91,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   async function run(keyId: string, attempt: () => Promise<UpstreamResponse>): Promise<UpstreamResponse> {
     const deadline = now() + options.maxWaitMs;
     for (let retry = 0; ; retry++) {
-      const seq = await waitForSlot(keyId, deadline);
+      options.onEvent?.({ type: 'waiting', delta: 1 });
+      const seq = await waitForSlot(keyId, deadline).finally(() => options.onEvent?.({ type: 'waiting', delta: -1 }));
       let response: UpstreamResponse;
       try {
         response = await group.key(keyId).schedule(attempt);
@@ -96,7 +101,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
         throw error;
       }
       const observed = observation(response, seq, now());
-      quotas.set(keyId, await options.store.observe(keyId, observed, now()));
+      const quota = await options.store.observe(keyId, observed, now());
+      quotas.set(keyId, quota);
+      if (quota.resetAt !== 0) options.onEvent?.({ type: 'quota', keyId, quota });
       if (response.status !== 429) return response;
 
       // RFC 6585 section 4 / RFC 9110 section 10.2.3; absent or unreadable: exponential backoff with jitter.
@@ -107,6 +114,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (retry >= maxRetries || now() + pauseMs > deadline) {
         throw rateLimited(pauseMs / 1000);
       }
+      options.onEvent?.({ type: 'heldBack' });
     }
   }
 

@@ -1,0 +1,91 @@
+/**
+ * Prometheus metrics (`/metrics`), one registry per gateway so several can run in one process.
+ * No label ever holds an API key: a key's budget is labelled by a digest of it.
+ */
+
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LimiterEvent } from './rest/limiter.js';
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export function createMetrics() {
+  const registry = new Registry();
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Counter<L>({ name, help, labelNames, registers: [registry] });
+  return {
+    registry,
+    operations: counter(
+      'graphql_operations_total',
+      'GraphQL operations by name and outcome (ok or the first error code)',
+      ['operation', 'outcome'],
+    ),
+    upstreamRequests: counter('petstore_upstream_requests_total', 'Upstream requests by route and HTTP status', [
+      'route',
+      'status',
+    ]),
+    upstreamDuration: new Histogram<'route'>({
+      name: 'petstore_upstream_request_duration_seconds',
+      help: 'Upstream request latency by route',
+      labelNames: ['route'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    upstream429: counter('petstore_upstream_429_total', '429 answers received from the upstream'),
+    bansAvoided: counter(
+      'petstore_bans_avoided_total',
+      'Requests held back while a key was paused after a 429, instead of being sent into a possible ban',
+    ),
+    throttled: counter('petstore_limiter_throttled_total', 'Requests that waited for rate-limit budget'),
+    rejected: counter('petstore_limiter_rejected_total', 'Requests refused with RATE_LIMITED, by reason', ['reason']),
+    queueDepth: new Gauge({
+      name: 'petstore_limiter_queue_depth',
+      help: 'Requests waiting for rate-limit budget',
+      registers: [registry],
+    }),
+    budgetRemaining: new Gauge<'key'>({
+      name: 'petstore_budget_remaining',
+      help: "Requests left in the key's tightest upstream window, as far as the gateway knows (key: a digest)",
+      labelNames: ['key'],
+      registers: [registry],
+    }),
+    loaderBatchSize: new Histogram({
+      name: 'petstore_pet_loader_batch_size',
+      help: 'Ids per pet lookup batch',
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+      registers: [registry],
+    }),
+    deprecatedCalls: counter(
+      'petstore_deprecated_calls_total',
+      'Upstream answers marked deprecated (Deprecation/Sunset)',
+      ['endpoint'],
+    ),
+    coalesced: counter(
+      'petstore_coalesced_requests_total',
+      'Upstream GETs served by an identical one already in flight',
+    ),
+    cacheHits: counter('petstore_cache_hits_total', 'Upstream GETs served from the per-key response cache'),
+  };
+}
+
+export function recordLimiterEvent(metrics: Metrics, event: LimiterEvent): void {
+  switch (event.type) {
+    case 'waiting':
+      metrics.queueDepth.inc(event.delta);
+      return;
+    case 'throttled':
+      metrics.throttled.inc();
+      return;
+    case 'heldBack':
+      metrics.bansAvoided.inc();
+      return;
+    case 'rejected':
+      metrics.rejected.inc({ reason: event.reason });
+      return;
+    case 'upstream429':
+      metrics.upstream429.inc();
+      return;
+    case 'quota':
+      metrics.budgetRemaining.set({ key: event.keyId }, event.quota.remaining);
+      return;
+  }
+}
