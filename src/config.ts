@@ -24,6 +24,8 @@ export interface Config {
   readonly rateLimits: readonly RateWindow[];
   readonly maxWaitMs: number;
   readonly timeoutMs: number;
+  /** How long a per-key upstream GET answer is served again; 0 = no cache (identical GETs in flight are still shared). */
+  readonly cacheTtlMs: number;
   readonly petLookup: PetLookup;
   readonly redisUrl: string | undefined;
   readonly production: boolean;
@@ -76,6 +78,7 @@ export function parseConfig(env: Env): Config {
     rateLimits: parseRateLimits(env, plan),
     maxWaitMs: duration(env, 'PETSTORE_MAX_WAIT', '10s'),
     timeoutMs: duration(env, 'PETSTORE_TIMEOUT', '10s', 1),
+    cacheTtlMs: duration(env, 'PETSTORE_CACHE_TTL', '0s'),
     petLookup: oneOf(env, 'PET_LOOKUP', ['auto', 'list', 'legacy'], 'auto'),
     redisUrl: parseRedisUrl(env),
     production,

@@ -36,6 +36,7 @@ describe('parseConfig defaults', () => {
       ],
       maxWaitMs: 10_000,
       timeoutMs: 10_000,
+      cacheTtlMs: 0,
       petLookup: 'auto',
       redisUrl: undefined,
       production: false,
