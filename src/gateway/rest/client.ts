@@ -6,7 +6,7 @@
 
 import { GraphQLError } from 'graphql';
 import { Pool } from 'undici';
-import { fromUpstreamStatus, upstreamUnavailable } from '../errors.js';
+import { fromUpstreamStatus, type UpstreamErrorBody, upstreamUnavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PetModel } from '../models.js';
 import { parseJson, toErrorBody, toPet, toPets } from './json.js';
@@ -80,7 +80,13 @@ export function createRestClient(options: RestClientOptions): RestClient {
   const metrics = options.metrics ?? { deprecatedCalls: 0 };
   const deprecatedEndpoints = new Set<string>();
 
-  async function attempt(key: string, method: 'GET' | 'POST', url: URL, body?: string): Promise<UpstreamResponse> {
+  async function attempt(
+    key: string,
+    method: 'GET' | 'POST',
+    url: URL,
+    body: string | undefined,
+    signal: AbortSignal,
+  ): Promise<UpstreamResponse> {
     const response = await pool.request({
       origin: url.origin,
       path: `${url.pathname}${url.search}`,
@@ -91,8 +97,14 @@ export function createRestClient(options: RestClientOptions): RestClient {
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       body,
-      signal: AbortSignal.timeout(options.timeoutMs),
+      signal,
     });
+    // A declared length over the cap is refused before a byte of it is read. destroy() makes undici
+    // emit an abort error on the body, which nothing else listens to: without a listener it would be uncaught.
+    if (Number(response.headers['content-length']) > maxBodyBytes) {
+      response.body.on('error', () => {}).destroy();
+      throw new BodyTooLargeError();
+    }
     const text = await readCapped(response.body, maxBodyBytes);
     const result = { status: response.statusCode, headers: response.headers, body: text };
     noteDeprecation(method, url, result);
@@ -114,16 +126,21 @@ export function createRestClient(options: RestClientOptions): RestClient {
     );
   }
 
-  /** One request through the limiter. A GET whose connection failed before any answer is sent once more. */
+  /**
+   * One request through the limiter. A GET whose connection was closed or reset (before or during
+   * the answer) is sent once more; a POST never is. One timeout covers both attempts, so no caller
+   * waits on the upstream longer than `timeoutMs` per request.
+   */
   async function send(key: string, method: 'GET' | 'POST', url: URL, body?: string): Promise<UpstreamResponse> {
     try {
       return await limiter.schedule(key, async () => {
+        const signal = AbortSignal.timeout(options.timeoutMs);
         try {
-          return await attempt(key, method, url, body);
+          return await attempt(key, method, url, body, signal);
         } catch (error) {
           if (method !== 'GET' || !isConnectionReset(error)) throw error;
-          // A keep-alive socket the server closed between requests; GET is idempotent (RFC 9110 section 9.2.2).
-          return await attempt(key, method, url, body);
+          // A keep-alive socket the server closed as we sent, or a reset mid-answer: GET is idempotent (RFC 9110 section 9.2.2).
+          return await attempt(key, method, url, body, signal);
         }
       });
     } catch (error) {
@@ -139,11 +156,11 @@ export function createRestClient(options: RestClientOptions): RestClient {
     return upstreamUnavailable(`the Pet Store ${reason}`);
   }
 
-  function fail(response: UpstreamResponse): never {
+  function fail(response: UpstreamResponse, key: string): never {
     const retryAfter = parseRetryAfter(header(response, 'retry-after'), Date.now());
     throw fromUpstreamStatus(
       response.status,
-      toErrorBody(response.body),
+      withoutKey(toErrorBody(response.body), key),
       retryAfter === undefined ? 1 : retryAfter / 1000,
     );
   }
@@ -173,7 +190,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
 
     async listPets(key, url) {
       const response = await send(key, 'GET', url);
-      if (response.status !== 200) fail(response);
+      if (response.status !== 200) fail(response, key);
       const pets = parseBody(response, toPets);
       const link = nextLink(header(response, 'link'), url, baseUrl.origin);
       const next = link !== undefined && 'url' in link && isPetsPageUrl(link.url, baseUrl) ? link.url : undefined;
@@ -190,19 +207,29 @@ export function createRestClient(options: RestClientOptions): RestClient {
         pet.status === undefined ? '' : `,"status":${JSON.stringify(pet.status)}`
       }}`;
       const response = await send(key, 'POST', new URL('pets', baseUrl), body);
-      if (response.status !== 201 && response.status !== 200) fail(response);
+      if (response.status !== 201 && response.status !== 200) fail(response, key);
       return parseBody(response, toPet);
     },
 
     async getPet(key, id) {
       const response = await send(key, 'GET', new URL(`pets/${encodeURIComponent(id)}`, baseUrl));
       if (response.status === 404) return null;
-      if (response.status !== 200) fail(response);
+      if (response.status !== 200) fail(response, key);
       return parseBody(response, toPet);
     },
 
     close: () => pool.close(),
   };
+}
+
+/**
+ * The Error body with the API key cut out of its text: an upstream that echoes the Authorization
+ * header in a message would otherwise hand the configured key to any client (`extensions.upstream`).
+ */
+function withoutKey(body: UpstreamErrorBody | undefined, key: string): UpstreamErrorBody | undefined {
+  if (body === undefined || key === '') return body;
+  const scrub = (text: string) => text.split(key).join('[redacted]');
+  return { ...body, code: scrub(body.code), message: scrub(body.message) };
 }
 
 function header(response: UpstreamResponse, name: string): string | undefined {

@@ -1,0 +1,131 @@
+/**
+ * Graceful shutdown of the real entry point (`node --import tsx src/main.ts`, PORT=0) in front of a
+ * slow upstream: on SIGTERM or SIGINT a request in flight still completes with its data, new
+ * connections are refused at once, and the process exits with code 0 well within its deadline.
+ */
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { gql } from '../helpers/gql.js';
+import { sendRaw, startUpstream, UPSTREAM_KEY, type Upstream } from '../helpers/upstream.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** How long the upstream takes to answer: the request is in flight for that long. */
+const UPSTREAM_DELAY_MS = 1_000;
+/** Well inside main.ts's 15 s deadline: the drain waits for the request, not for a timer. */
+const EXIT_WITHIN_MS = UPSTREAM_DELAY_MS + 3_000;
+
+interface Main {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly port: number;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  output(): string;
+}
+
+/** Spawns the entry point with a clean environment and waits for its "ready at <url>" line. */
+async function startMain(env: Record<string, string>): Promise<Main> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ready line within 15 s:\n${output}`)), 15_000);
+    const check = () => {
+      const match = /Pet Store GraphQL gateway ready at (\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1] as string);
+      }
+    };
+    child.stdout?.on('data', check);
+    void exited.then(() => reject(new Error(`exited before it was ready:\n${output}`)));
+  });
+  return { child, url, port: Number(new URL(url).port), exited, output: () => output };
+}
+
+/** Whether a TCP connection to the port is refused (nothing listens any more). */
+function isRefused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
+  });
+}
+
+async function until(condition: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await condition()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return condition();
+}
+
+describe('graceful shutdown of src/main.ts', () => {
+  let main: Main | undefined;
+  let upstream: Upstream | undefined;
+
+  afterEach(async () => {
+    if (main && main.child.exitCode === null && main.child.signalCode === null) main.child.kill('SIGKILL');
+    await upstream?.close();
+    main = undefined;
+    upstream = undefined;
+  });
+
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'finishes the request in flight on %s, refuses new connections, and exits 0',
+    async (signal) => {
+      upstream = await startUpstream((_req, res) => {
+        setTimeout(
+          () => sendRaw(res, 200, '[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]'),
+          UPSTREAM_DELAY_MS,
+        );
+      });
+      main = await startMain({
+        PORT: '0',
+        PETSTORE_BASE_URL: `${upstream.origin}/v1`,
+        PETSTORE_API_KEY: UPSTREAM_KEY,
+        PETSTORE_RATE_LIMITS: 'off',
+        LOG_LEVEL: 'info',
+      });
+      // PORT=0: the printed URL carries the port the system picked.
+      expect(main.port).toBeGreaterThan(0);
+      expect(await isRefused(main.port)).toBe(false);
+
+      const inFlight = gql(main.url, '{ pets(first: 1) { nodes { id name } } }');
+      expect(await until(() => upstream?.requests.length === 1, 5_000)).toBe(true);
+      const signalled = Date.now();
+      main.child.kill(signal);
+
+      // Refused while the request is still waiting on the upstream.
+      expect(await until(() => isRefused(main?.port ?? 0), UPSTREAM_DELAY_MS / 2)).toBe(true);
+      const response = await inFlight;
+      expect(response.status).toBe(200);
+      expect(response.body.errors).toBeUndefined();
+      expect(response.body.data).toEqual({ pets: { nodes: [{ id: '1', name: 'Rex' }] } });
+
+      const exit = await main.exited;
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(Date.now() - signalled).toBeLessThan(EXIT_WITHIN_MS);
+      expect(main.output()).toContain(`"signal":"${signal}"`);
+      await expect(gql(main.url, '{ pets { nodes { id } } }')).rejects.toThrow();
+    },
+  );
+});
