@@ -1,0 +1,58 @@
+/**
+ * A server process of `npm run bench:throughput`, started (pinned with taskset) by bench/throughput.ts
+ * over an IPC channel:
+ *
+ *   store            the reference Pet Store with the demo catalogue and key `k` (limits no run reaches);
+ *                    answers `{ type: 'count' }` with the requests it has served and how many were not 200
+ *   gateway STORE    our gateway (createGateway) in front of STORE, PETSTORE_RATE_LIMITS=off, production
+ *
+ * Each sends `{ type: 'ready', url }` once listening and stops on SIGTERM or when the parent goes away.
+ */
+
+import { parseConfig } from '../src/config.js';
+import { createGateway } from '../src/gateway/server.js';
+import { demoCatalogue } from '../src/petstore/seed.js';
+import { startPetstore } from '../src/petstore/start.js';
+
+const BENCH_KEY = 'k';
+
+const [mode, upstream] = process.argv.slice(2);
+const send = (message: unknown): void => void process.send?.(message);
+
+let close: () => Promise<void>;
+if (mode === 'store') {
+  const counts = { requests: 0, notOk: 0 };
+  const store = await startPetstore({
+    keys: { [BENCH_KEY]: { perMinute: 1e9, perDay: 1e12 } },
+    seed: demoCatalogue(),
+    onRequest: (record) => {
+      counts.requests++;
+      if (record.status !== 200) counts.notOk++;
+    },
+  });
+  process.on('message', (message: { type?: string }) => {
+    if (message?.type === 'count') send({ type: 'count', ...counts });
+  });
+  close = store.close;
+  send({ type: 'ready', url: store.url });
+} else if (mode === 'gateway' && upstream !== undefined) {
+  const config = parseConfig({
+    PORT: '0',
+    PETSTORE_BASE_URL: upstream,
+    PETSTORE_API_KEY: BENCH_KEY,
+    PETSTORE_RATE_LIMITS: 'off',
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'silent',
+  });
+  const gateway = await createGateway(config, { host: '127.0.0.1' });
+  close = gateway.close;
+  send({ type: 'ready', url: gateway.url });
+} else {
+  console.error('usage: throughput-child.ts store | gateway <store base URL>');
+  process.exit(2);
+}
+
+const stop = (): void => void close().finally(() => process.exit(0));
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);
+process.once('disconnect', stop);
