@@ -16,7 +16,8 @@ const LIMIT = 60; // per window: the free plan's 60 a minute…
 const WINDOW_MS = 1_000; // …with the minute scaled to a second
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const OVERLOAD = 2;
-const QUERY = '{ pets(first: 1) { nodes { id } } }';
+/** Each request asks for another page size, so none is shared with another in flight. */
+const query = (i: number) => `{ pets(first: ${(i % 100) + 1}) { nodes { id } } }`;
 
 interface Row {
   setup: string;
@@ -57,7 +58,7 @@ async function run(setup: string, replicas: number, redisUrl?: string): Promise<
   for (let i = 0; i < offered; i++) {
     await sleep(start + i * interval - Date.now());
     const gateway = gateways[i % replicas] as GatewayHandle;
-    pending.push(gql(gateway.url, QUERY).then((r) => String(r.body.errors?.[0]?.extensions?.code ?? 'ok')));
+    pending.push(gql(gateway.url, query(i)).then((r) => String(r.body.errors?.[0]?.extensions?.code ?? 'ok')));
   }
   const outcomes = await Promise.all(pending);
   const end = start + SECONDS * 1_000;

@@ -24,6 +24,11 @@ export function formatError(
 ): GraphQLFormattedError {
   const code = formatted.extensions?.code;
   if (development || (typeof code === 'string' && CLIENT_CODES.has(code))) return formatted;
+  // Apollo Server refuses an automatic persisted query whose hash does not match without a code of
+  // its own, so it arrives here as INTERNAL_SERVER_ERROR; it is the client's request that is wrong.
+  if (formatted.message === 'provided sha does not match query') {
+    return { ...formatted, extensions: { ...formatted.extensions, code: 'BAD_REQUEST' } };
+  }
   // graphql-js reports a bad variable or argument value without a code of ours: it is the client's input.
   if (code === undefined && /^Variable "|^Argument "|^Expected value of type/.test(formatted.message)) {
     return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.BAD_USER_INPUT } };

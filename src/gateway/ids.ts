@@ -4,8 +4,9 @@ import { isPositiveInt64, parseInt64 } from '../int64.js';
 import { badUserInput } from './errors.js';
 
 /** A pet or category id from a client: an int64 in decimal. Throws BAD_USER_INPUT otherwise. */
-export function parseIdArgument(value: string, field: string, positive = false): string {
-  const id = parseInt64(value.trim());
+export function parseIdArgument(value: unknown, field: string, positive = false): string {
+  // Federation representations are JSON from a router, so an id may be missing or of any type.
+  const id = typeof value === 'string' ? parseInt64(value.trim()) : undefined;
   if (id === undefined || (positive && !isPositiveInt64(id))) {
     throw badUserInput(`${field} must be ${positive ? 'a positive' : 'an'} int64 integer written in decimal`);
   }

@@ -1,12 +1,16 @@
-/** Counts GraphQL operations by name and outcome; names are bounded so clients cannot explode the label set. */
+/**
+ * Counts GraphQL operations by name and outcome (names are bounded so clients cannot explode the
+ * label set), and logs each at debug level with its duration; the line carries the request id.
+ */
 
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { GatewayContext } from './context.js';
+import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 
 const MAX_NAMES = 200;
 
-export function operationMetricsPlugin(metrics: Metrics): ApolloServerPlugin<GatewayContext> {
+export function operationMetricsPlugin(metrics: Metrics, logger: Logger): ApolloServerPlugin<GatewayContext> {
   const names = new Set<string>();
   const label = (name: string | null | undefined): string => {
     if (!name) return 'anonymous';
@@ -17,11 +21,15 @@ export function operationMetricsPlugin(metrics: Metrics): ApolloServerPlugin<Gat
   };
   return {
     async requestDidStart() {
+      const started = performance.now();
       return {
         async willSendResponse({ response, operationName, request }) {
           const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
           const outcome = errors?.length ? String(errors[0]?.extensions?.code ?? 'INTERNAL_SERVER_ERROR') : 'ok';
-          metrics.operations.inc({ operation: label(operationName ?? request.operationName), outcome });
+          const operation = label(operationName ?? request.operationName);
+          metrics.operations.inc({ operation, outcome });
+          const ms = Math.round((performance.now() - started) * 10) / 10;
+          logger.debug({ operation, outcome, ms }, 'graphql operation');
         },
       };
     },

@@ -4,6 +4,7 @@
  */
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { UpstreamObserver } from './rest/client.js';
 import type { LimiterEvent } from './rest/limiter.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
@@ -88,4 +89,20 @@ export function recordLimiterEvent(metrics: Metrics, event: LimiterEvent): void 
       metrics.budgetRemaining.set({ key: event.keyId }, event.quota.remaining);
       return;
   }
+}
+
+export function upstreamObserver(metrics: Metrics): UpstreamObserver {
+  return {
+    response(route, status, seconds) {
+      metrics.upstreamRequests.inc({ route, status: String(status) });
+      metrics.upstreamDuration.observe({ route }, seconds);
+    },
+    failure(route, seconds) {
+      metrics.upstreamRequests.inc({ route, status: 'error' });
+      metrics.upstreamDuration.observe({ route }, seconds);
+    },
+    deprecated(endpoint) {
+      metrics.deprecatedCalls.inc({ endpoint });
+    },
+  };
 }

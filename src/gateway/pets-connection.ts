@@ -23,7 +23,7 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
   let page = client.petsUrl({ limit: args.first, status: args.status });
   let offset = 0;
   if (args.after !== undefined) {
-    const position = decodeCursor(args.after, (path) => isPetsPageUrl(new URL(path, client.baseUrl), client.baseUrl));
+    const position = decodeCursor(args.after, (path) => isPetsPageUrl(resolve(path, client.baseUrl), client.baseUrl));
     if (position.status !== args.status) throw badUserInput('after belongs to a query with another status filter');
     page = new URL(position.page, client.baseUrl);
     offset = position.offset;
@@ -55,4 +55,13 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
 
 function pathOf(url: URL): string {
   return `${url.pathname}${url.search}`;
+}
+
+/** A cursor's page against the base URL; one the URL parser refuses resolves to nothing acceptable. */
+function resolve(path: string, base: URL): URL {
+  try {
+    return new URL(path, base);
+  } catch {
+    return new URL('invalid:');
+  }
 }

@@ -19,7 +19,7 @@ import { formatError } from './format-error.js';
 import { createHttpHandler } from './http.js';
 import type { LookupStats } from './loaders/pet-loader.js';
 import { createLogger, type Logger } from './logger.js';
-import { createMetrics, recordLimiterEvent } from './metrics.js';
+import { createMetrics, recordLimiterEvent, upstreamObserver } from './metrics.js';
 import { operationMetricsPlugin } from './metrics-plugin.js';
 import { armorProtection, upstreamEstimatePlugin } from './operation-limits.js';
 import { rateLimitExtension } from './rate-limit-plugin.js';
@@ -28,6 +28,7 @@ import { MemoryBudgetStore } from './rest/budget.js';
 import { RedisBudgetStore } from './rest/budget-redis.js';
 import { createRestClient, type UpstreamMetrics } from './rest/client.js';
 import { createLimiter } from './rest/limiter.js';
+import { createResponseSharing } from './rest/sharing.js';
 
 /** The GraphQL contract (DESIGN.md section 2), read once at start. */
 export const typeDefs = parse(readFileSync(new URL('../../schema/petstore.graphql', import.meta.url), 'utf8'));
@@ -78,6 +79,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     logger,
     limiter,
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    observer: upstreamObserver(metrics),
+    sharing: createResponseSharing({
+      ttlMs: config.cacheTtlMs,
+      onCoalesced: () => metrics.coalesced.inc(),
+      onCacheHit: () => metrics.cacheHits.inc(),
+    }),
   });
   const lookupStats: LookupStats = { fullScanPages: undefined };
 
@@ -110,7 +117,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         now,
       }),
       rateLimitExtension(limiter),
-      operationMetricsPlugin(metrics),
+      operationMetricsPlugin(metrics, logger),
     ],
   });
   await apollo.start();

@@ -20,6 +20,8 @@ export interface PetstoreAppOptions extends RateLimitOptions {
   readonly now: () => number;
   /** Largest request body accepted, in bytes (default 16 KiB). */
   readonly maxBodyBytes: number;
+  /** Added before each answer, as a distant or busy store would be (tests of overlapping requests). */
+  readonly responseDelayMs?: number | undefined;
   /** How 429s write Retry-After (the spec leaves it open; default delay-seconds). */
   readonly retryAfter?: 'delay-seconds' | 'http-date' | undefined;
   /** Called once per request that reached an operation, after the response status is known. */
@@ -36,6 +38,8 @@ export interface RequestRecord {
   readonly code: string | undefined;
   /** When the store received it (its clock). */
   readonly receivedAt: number;
+  /** The X-Request-Id it carried. */
+  readonly requestId: string | undefined;
 }
 
 /** RFC 9745 Deprecation (an IMF-fixdate-free `@epoch`), and RFC 8594 Sunset, for GET /pets/{petId}. */
@@ -82,8 +86,10 @@ export function createPetstoreApp(options: PetstoreAppOptions): (req: IncomingMe
         status: res.statusCode,
         code: errorCodeOf(res),
         receivedAt,
+        requestId: req.headers['x-request-id'] as string | undefined,
       }),
     );
+    if (options.responseDelayMs) await new Promise((resolve) => setTimeout(resolve, options.responseDelayMs));
     const spec = key === undefined ? undefined : options.keys.get(key);
     if (spec === undefined) {
       // RFC 6750 section 3: a bearer challenge on every 401.

@@ -22,6 +22,8 @@ export interface PetstoreOptions {
   /** Milliseconds since the epoch (default Date.now). */
   readonly now?: () => number;
   readonly maxBodyBytes?: number;
+  /** Added before each answer, as a distant or busy store would be. */
+  readonly responseDelayMs?: number;
   /** How 429s write Retry-After: delay-seconds (default) or an HTTP-date. */
   readonly retryAfter?: 'delay-seconds' | 'http-date';
   readonly onRequest?: (record: RequestRecord) => void;
@@ -49,6 +51,7 @@ export async function startPetstore(options: PetstoreOptions = {}): Promise<Pets
     banMs: options.banMs ?? 15 * 60_000,
     maxBodyBytes: options.maxBodyBytes ?? 16 * 1024,
     retryAfter: options.retryAfter,
+    responseDelayMs: options.responseDelayMs,
     onRequest: options.onRequest,
   });
   const server = createServer(app);

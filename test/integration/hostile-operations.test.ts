@@ -102,8 +102,9 @@ describe('hostile operations', () => {
 });
 
 describe('the upstream-cost estimate', () => {
+  // Distinct page sizes, so no two are one shared upstream request.
   const lists = (n: number) =>
-    `{ ${Array.from({ length: n }, (_, i) => `a${i}: pets(first: 1) { nodes { id } }`).join(' ')} }`;
+    `{ ${Array.from({ length: n }, (_, i) => `a${i}: pets(first: ${i + 1}) { nodes { id } }`).join(' ')} }`;
 
   it('lets an operation spend up to a quarter of the smallest window (15 of 60 a minute)', async () => {
     const response = await gql(stack.gateway.url, lists(15));

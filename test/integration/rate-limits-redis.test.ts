@@ -13,7 +13,8 @@ import { errorCodes, gql } from '../helpers/gql.js';
 import { type RedisServer, startRedis } from '../helpers/redis.js';
 import { TEST_KEY } from '../helpers/start-stack.js';
 
-const PETS = '{ pets(first: 1) { nodes { id } } }';
+/** Each query of a burst asks for another page size: identical GETs in flight would be shared. */
+const distinct = (i: number) => `{ pets(first: ${(i % 100) + 1}) { nodes { id } } }`;
 let redis: RedisServer;
 let store: PetstoreHandle | undefined;
 let gateways: GatewayHandle[] = [];
@@ -58,7 +59,7 @@ async function startReplicas(replicas: number, maxWait = '20s'): Promise<void> {
 
 /** `n` queries at once, spread round-robin over the replicas. */
 function burst(n: number) {
-  return Promise.all(Array.from({ length: n }, (_, i) => gql(gateways[i % gateways.length]!.url, PETS)));
+  return Promise.all(Array.from({ length: n }, (_, i) => gql(gateways[i % gateways.length]!.url, distinct(i))));
 }
 
 const status429 = () => records.filter((record) => record.status === 429);

@@ -9,6 +9,11 @@ import { errorCodes } from '../helpers/gql.js';
 import { type Stack, type StackOptions, startStack, TEST_KEY } from '../helpers/start-stack.js';
 
 const PETS = '{ pets(first: 1) { nodes { id } } }';
+/**
+ * The i-th of a burst: each asks for another page size, so each is its own upstream request
+ * (identical GETs in flight for one key are shared, which would hide the limiter).
+ */
+const distinct = (i: number) => `{ pets(first: ${(i % 100) + 1}) { nodes { id } } }`;
 let stack: Stack | undefined;
 
 afterEach(async () => {
@@ -21,9 +26,9 @@ async function start(options: StackOptions): Promise<Stack> {
   return stack;
 }
 
-/** Sends `n` copies of one query at once and returns the responses. */
-function burst(target: Stack, n: number, query = PETS) {
-  return Promise.all(Array.from({ length: n }, () => target.query(query)));
+/** Sends `n` distinct queries at once and returns the responses. */
+function burst(target: Stack, n: number) {
+  return Promise.all(Array.from({ length: n }, (_, i) => target.query(distinct(i))));
 }
 
 function upstream429s(target: Stack): number {

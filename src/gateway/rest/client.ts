@@ -5,14 +5,16 @@
  */
 
 import { GraphQLError } from 'graphql';
-import { Pool } from 'undici';
+import { type Dispatcher, Pool } from 'undici';
 import { fromUpstreamStatus, type UpstreamErrorBody, upstreamUnavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PetModel } from '../models.js';
+import { currentRequestId } from '../request-context.js';
 import { parseJson, toErrorBody, toPet, toPets } from './json.js';
 import { type Limiter, passThroughLimiter } from './limiter.js';
 import { isPetsPageUrl, nextLink } from './link.js';
 import { parseRetryAfter } from './retry-after.js';
+import type { ResponseSharing } from './sharing.js';
 
 export interface UpstreamResponse {
   readonly status: number;
@@ -45,10 +47,19 @@ export interface RestClient {
   close(): Promise<void>;
 }
 
-/** Counters a later metrics endpoint reads; the caller owns the object. */
+/** Counters the caller owns and reads. */
 export interface UpstreamMetrics {
   /** Upstream responses marked deprecated (RFC 9745 Deprecation or RFC 8594 Sunset). */
   deprecatedCalls: number;
+}
+
+export type Route = 'listPets' | 'createPet' | 'getPet';
+
+/** Told of every upstream answer, for Prometheus metrics. */
+export interface UpstreamObserver {
+  response(route: Route, status: number, seconds: number): void;
+  failure(route: Route, seconds: number): void;
+  deprecated(endpoint: string): void;
 }
 
 export interface RestClientOptions {
@@ -61,6 +72,9 @@ export interface RestClientOptions {
   /** Sockets kept to the upstream (default 32). */
   readonly connections?: number;
   readonly metrics?: UpstreamMetrics;
+  readonly observer?: UpstreamObserver;
+  /** Identical GETs in flight for a key are shared, and answers cached per key when configured. */
+  readonly sharing?: ResponseSharing;
 }
 
 class BodyTooLargeError extends Error {}
@@ -82,23 +96,34 @@ export function createRestClient(options: RestClientOptions): RestClient {
 
   async function attempt(
     key: string,
-    method: 'GET' | 'POST',
+    route: Route,
     url: URL,
     body: string | undefined,
     signal: AbortSignal,
   ): Promise<UpstreamResponse> {
-    const response = await pool.request({
-      origin: url.origin,
-      path: `${url.pathname}${url.search}`,
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        accept: 'application/json',
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body,
-      signal,
-    });
+    const method = body === undefined ? 'GET' : 'POST';
+    const requestId = currentRequestId();
+    const started = performance.now();
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await pool.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          accept: 'application/json',
+          ...(requestId === undefined ? {} : { 'x-request-id': requestId }),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body,
+        signal,
+      });
+    } catch (error) {
+      options.observer?.failure(route, (performance.now() - started) / 1000);
+      throw error;
+    }
+    options.observer?.response(route, response.statusCode, (performance.now() - started) / 1000);
     // A declared length over the cap is refused before a byte of it is read. destroy() makes undici
     // emit an abort error on the body, which nothing else listens to: without a listener it would be uncaught.
     if (Number(response.headers['content-length']) > maxBodyBytes) {
@@ -118,6 +143,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
     if (deprecation === undefined && sunset === undefined) return;
     metrics.deprecatedCalls++;
     const endpoint = `${method} ${url.pathname.replace(/\/-?\d+(?=\/|$)/g, '/{id}')}`;
+    options.observer?.deprecated(endpoint);
     if (deprecatedEndpoints.has(endpoint)) return;
     deprecatedEndpoints.add(endpoint);
     options.logger.warn(
@@ -127,24 +153,27 @@ export function createRestClient(options: RestClientOptions): RestClient {
   }
 
   /**
-   * One request through the limiter. A GET whose connection was closed or reset (before or during
-   * the answer) is sent once more; a POST never is. One timeout covers both attempts, so no caller
-   * waits on the upstream longer than `timeoutMs` per request.
+   * One request through the limiter (GETs first through sharing: joined or cached when possible).
+   * A GET whose connection was closed or reset (before or during the answer) is sent once more,
+   * through the limiter again so the budget counts it; a POST never is. One timeout covers both
+   * attempts, so no caller waits on the upstream longer than `timeoutMs` per request.
    */
-  async function send(key: string, method: 'GET' | 'POST', url: URL, body?: string): Promise<UpstreamResponse> {
+  async function send(key: string, route: Route, url: URL, body?: string): Promise<UpstreamResponse> {
+    const run = async () => {
+      const signal = AbortSignal.timeout(options.timeoutMs);
+      try {
+        return await limiter.schedule(key, () => attempt(key, route, url, body, signal));
+      } catch (error) {
+        if (body !== undefined || !isConnectionReset(error)) throw error;
+        // A keep-alive socket the server closed as we sent, or a reset mid-answer: GET is idempotent (RFC 9110 section 9.2.2).
+        return await limiter.schedule(key, () => attempt(key, route, url, body, signal));
+      }
+    };
     try {
-      return await limiter.schedule(key, async () => {
-        const signal = AbortSignal.timeout(options.timeoutMs);
-        try {
-          return await attempt(key, method, url, body, signal);
-        } catch (error) {
-          if (method !== 'GET' || !isConnectionReset(error)) throw error;
-          // A keep-alive socket the server closed as we sent, or a reset mid-answer: GET is idempotent (RFC 9110 section 9.2.2).
-          return await attempt(key, method, url, body, signal);
-        }
-      });
+      if (body !== undefined || options.sharing === undefined) return await run();
+      return await options.sharing.get(key, url.href, run);
     } catch (error) {
-      throw toGatewayError(error, method, url);
+      throw toGatewayError(error, body === undefined ? 'GET' : 'POST', url);
     }
   }
 
@@ -189,7 +218,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
     },
 
     async listPets(key, url) {
-      const response = await send(key, 'GET', url);
+      const response = await send(key, 'listPets', url);
       if (response.status !== 200) fail(response, key);
       const pets = parseBody(response, toPets);
       const link = nextLink(header(response, 'link'), url, baseUrl.origin);
@@ -206,13 +235,19 @@ export function createRestClient(options: RestClientOptions): RestClient {
       const body = `{"name":${JSON.stringify(pet.name)},"categoryId":${pet.categoryId}${
         pet.status === undefined ? '' : `,"status":${JSON.stringify(pet.status)}`
       }}`;
-      const response = await send(key, 'POST', new URL('pets', baseUrl), body);
+      let response: UpstreamResponse;
+      try {
+        response = await send(key, 'createPet', new URL('pets', baseUrl), body);
+      } finally {
+        // Whatever the outcome, the key's shared reads may now describe the catalogue before this write.
+        options.sharing?.invalidate(key);
+      }
       if (response.status !== 201 && response.status !== 200) fail(response, key);
       return parseBody(response, toPet);
     },
 
     async getPet(key, id) {
-      const response = await send(key, 'GET', new URL(`pets/${encodeURIComponent(id)}`, baseUrl));
+      const response = await send(key, 'getPet', new URL(`pets/${encodeURIComponent(id)}`, baseUrl));
       if (response.status === 404) return null;
       if (response.status !== 200) fail(response, key);
       return parseBody(response, toPet);
