@@ -137,6 +137,8 @@ function pinned(core: string, command: string, args: string[], options: Paramete
 async function startChild(core: string, args: string[]): Promise<{ child: ChildProcess; url: string; pid: number }> {
   const child = pinned(core, process.execPath, ['--import', 'tsx', CHILD, ...args], {
     cwd: ROOT,
+    // As deployed, and as Hive Gateway runs here: graphql-js skips its development checks.
+    env: { ...process.env, NODE_ENV: 'production' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const url = await new Promise<string>((resolve, reject) => {

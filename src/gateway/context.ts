@@ -32,18 +32,26 @@ export interface ContextDeps {
  * upstream call, unless the operation only asks for schema metadata (`_service { sdl }` for a
  * router or Rover, introspection), which needs no upstream and so no key (`key` is then '').
  */
-export function createContext(deps: ContextDeps, headers: IncomingHttpHeaders, query?: string): GatewayContext {
+export function createContext(
+  deps: ContextDeps,
+  headers: IncomingHttpHeaders,
+  query?: string,
+  requestId?: string,
+): GatewayContext {
   const key = credential(headers.authorization) ?? deps.config.apiKey ?? (isMetadataOnly(query) ? '' : undefined);
   if (key === undefined) throw missingCredential();
+  // Lines logged for this request name it, as its upstream requests do (X-Request-Id).
+  const logger = requestId === undefined ? deps.logger : deps.logger.child({ reqId: requestId });
+  const client = requestId === undefined ? deps.client : deps.client.forRequest({ requestId, logger });
   const lookups = createPetLookups({
-    client: deps.client,
+    client,
     key,
     strategy: deps.config.petLookup,
     stats: deps.lookupStats,
     now: deps.now,
     ...(deps.onBatch ? { onBatch: deps.onBatch } : {}),
   });
-  return { key, client: lookups.client, logger: deps.logger, petLoader: lookups.loader };
+  return { key, client: lookups.client, logger, petLoader: lookups.loader };
 }
 
 const METADATA_FIELDS = new Set(['_service', '__schema', '__type', '__typename']);

@@ -7,12 +7,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import type { GatewayContext } from './context.js';
-import { requestIdFrom, runWithRequestId } from './request-context.js';
+import { requestIdFrom } from './request-context.js';
 
 export interface HttpOptions {
   readonly apollo: ApolloServer<GatewayContext>;
-  /** `query` is the operation's text, when the request carries one. */
-  readonly context: (req: IncomingMessage, query: string | undefined) => Promise<GatewayContext>;
+  /** `query` is the operation's text, when the request carries one; `requestId` its X-Request-Id. */
+  readonly context: (req: IncomingMessage, query: string | undefined, requestId: string) => Promise<GatewayContext>;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
   readonly onError: (error: unknown) => void;
@@ -24,14 +24,14 @@ export function createHttpHandler(options: HttpOptions): (req: IncomingMessage, 
   return (req, res) => {
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
-    runWithRequestId(requestId, () => handle(req, res)).catch((error: unknown) => {
+    handle(req, res, requestId).catch((error: unknown) => {
       options.onError(error);
       if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error' }] });
       else res.destroy();
     });
   };
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://gateway.invalid');
     if (url.pathname === '/health') return sendJson(res, 200, { status: 'ok' });
     if (url.pathname === '/metrics' && options.metrics) {
@@ -62,7 +62,7 @@ export function createHttpHandler(options: HttpOptions): (req: IncomingMessage, 
     const request: HTTPGraphQLRequest = { method: req.method ?? 'GET', headers, search: url.search, body: body.value };
     const response = await options.apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: request,
-      context: () => options.context(req, queryText(body.value, url)),
+      context: () => options.context(req, queryText(body.value, url), requestId),
     });
     for (const [name, value] of response.headers) res.setHeader(name, value);
     res.statusCode = response.status ?? 200;
@@ -98,12 +98,21 @@ async function readJsonBody(req: IncomingMessage, max: number): Promise<BodyResu
   if (req.method !== 'POST') return { value: undefined };
   if (Number(req.headers['content-length']) > max) return { error: `body larger than ${max} bytes`, status: 413 };
   const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > max) return { error: `body larger than ${max} bytes`, status: 413 };
-    chunks.push(chunk);
-  }
+  const tooLarge = await new Promise<boolean>((resolve, reject) => {
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= max) return void chunks.push(chunk);
+      req.off('data', onData);
+      resolve(true);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(false));
+    req.once('error', reject);
+    // A client gone before the end of its body: nothing to answer, only to stop waiting.
+    req.once('close', () => resolve(true));
+  });
+  if (tooLarge) return { error: `body larger than ${max} bytes`, status: 413 };
   const text = Buffer.concat(chunks).toString('utf8');
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json' && !type?.endsWith('+json')) return { value: text };

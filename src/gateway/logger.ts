@@ -1,7 +1,6 @@
 /** The gateway's structured logger (pino); API keys and credentials are redacted from every line. */
 
 import { type Logger, pino } from 'pino';
-import { currentRequestId } from './request-context.js';
 
 export type { Logger };
 
@@ -23,11 +22,6 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       level,
       base: undefined,
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-      // Every line written while serving a request names it, as the upstream's X-Request-Id does.
-      mixin: () => {
-        const reqId = currentRequestId();
-        return reqId === undefined ? {} : { reqId };
-      },
     },
     destination,
   );

@@ -23,13 +23,14 @@ export function operationMetricsPlugin(metrics: Metrics, logger: Logger): Apollo
     async requestDidStart() {
       const started = performance.now();
       return {
-        async willSendResponse({ response, operationName, request }) {
+        async willSendResponse({ response, operationName, request, contextValue }) {
           const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
           const outcome = errors?.length ? String(errors[0]?.extensions?.code ?? 'INTERNAL_SERVER_ERROR') : 'ok';
           const operation = label(operationName ?? request.operationName);
           metrics.operations.inc({ operation, outcome });
           const ms = Math.round((performance.now() - started) * 10) / 10;
-          logger.debug({ operation, outcome, ms }, 'graphql operation');
+          // The request's own logger when it got a context: its lines carry the request id.
+          (contextValue?.logger ?? logger).debug({ operation, outcome, ms }, 'graphql operation');
         },
       };
     },

@@ -4,6 +4,7 @@
  */
 
 import { PetStatus } from './__generated__/resolvers-types.js';
+import type { CursorPosition } from './ids.js';
 
 export type RestPetStatus = 'available' | 'pending' | 'sold';
 
@@ -38,8 +39,9 @@ export interface CategoryModel {
   readonly id: string;
 }
 
+/** An edge; its cursor is encoded only when a client asks for it. */
 export interface PetEdgeModel {
-  readonly cursor: string;
+  readonly position: CursorPosition;
   readonly node: PetModel;
 }
 

@@ -5,8 +5,8 @@
 
 import type { GatewayContext } from './context.js';
 import { badUserInput } from './errors.js';
-import { decodeCursor, encodeCursor } from './ids.js';
-import type { PetConnectionModel, PetEdgeModel } from './models.js';
+import { decodeCursor } from './ids.js';
+import type { PetConnectionModel, PetEdgeModel, PetModel } from './models.js';
 import { isPetsPageUrl } from './rest/link.js';
 
 export interface PetsArguments {
@@ -31,19 +31,20 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
 
   const edges: PetEdgeModel[] = [];
   for (let pages = 1; ; pages++) {
+    // context.client primes the request's pet loader with every page it lists.
     const { pets, next } = await client.listPets(context.key, page);
-    for (const pet of pets) context.petLoader.prime(pet.id, pet);
-
+    const here = pathOf(page);
+    const after = next === undefined ? undefined : pathOf(next);
     const taken = pets.slice(offset, offset + args.first - edges.length);
-    taken.forEach((pet, i) => {
+    for (let i = 0; i < taken.length; i++) {
       const consumed = offset + i + 1;
       // The last pet of a page points at the next page, so continuing costs no re-read of this one.
       const position =
-        consumed === pets.length && next !== undefined
-          ? { page: pathOf(next), offset: 0 }
-          : { page: pathOf(page), offset: consumed };
-      edges.push({ cursor: encodeCursor({ ...position, status: args.status }), node: pet });
-    });
+        consumed === pets.length && after !== undefined
+          ? { page: after, offset: 0, status: args.status }
+          : { page: here, offset: consumed, status: args.status };
+      edges.push({ position, node: taken[i] as PetModel });
+    }
     const restOfPage = offset + taken.length < pets.length;
     if (edges.length === args.first || restOfPage || next === undefined || pages === MAX_PAGES) {
       return { edges, hasNextPage: restOfPage || next !== undefined };

@@ -4,7 +4,10 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
-import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+} from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDisableSuggestions } from '@apollo/server/plugin/disableSuggestions';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
@@ -103,6 +106,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer }),
       ApolloServerPluginInlineTraceDisabled(),
+      // No cache hints are used; the default plugin would wrap every field resolver to collect them.
+      ApolloServerPluginCacheControlDisabled(),
       config.production
         ? ApolloServerPluginLandingPageProductionDefault({ footer: false })
         : ApolloServerPluginLandingPageLocalDefault({ footer: false, embed: true }),
@@ -134,7 +139,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     'request',
     createHttpHandler({
       apollo,
-      context: async (req: IncomingMessage, query: string | undefined) => createContext(deps, req.headers, query),
+      context: async (req: IncomingMessage, query: string | undefined, requestId: string) =>
+        createContext(deps, req.headers, query, requestId),
       maxBodyBytes: config.limits.maxBodyBytes,
       onError: (error) => logger.error({ err: error }, 'request failed'),
       metrics: metrics.registry,

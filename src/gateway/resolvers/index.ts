@@ -2,6 +2,7 @@ import type { Resolvers } from '../__generated__/resolvers-types.js';
 import { Mutation } from './Mutation.js';
 import { Pet } from './Pet.js';
 import { PetConnection } from './PetConnection.js';
+import { PetEdge } from './PetEdge.js';
 import { Query } from './Query.js';
 
 export const resolvers: Resolvers = {
@@ -9,4 +10,5 @@ export const resolvers: Resolvers = {
   Mutation,
   Pet,
   PetConnection,
+  PetEdge,
 };

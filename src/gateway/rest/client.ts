@@ -9,7 +9,6 @@ import { type Dispatcher, Pool } from 'undici';
 import { fromUpstreamStatus, type UpstreamErrorBody, upstreamUnavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PetModel } from '../models.js';
-import { currentRequestId } from '../request-context.js';
 import { parseJson, toErrorBody, toPet, toPets } from './json.js';
 import { type Limiter, passThroughLimiter } from './limiter.js';
 import { isPetsPageUrl, nextLink } from './link.js';
@@ -44,7 +43,14 @@ export interface RestClient {
   createPet(key: string, pet: NewPetBody): Promise<PetModel>;
   /** The deprecated `GET /pets/{petId}`; null for a 404. */
   getPet(key: string, id: string): Promise<PetModel | null>;
+  /** This client for one GraphQL request: its id goes upstream as X-Request-Id, its logger gets the lines. */
+  forRequest(scope: RequestScope): RestClient;
   close(): Promise<void>;
+}
+
+export interface RequestScope {
+  readonly requestId: string;
+  readonly logger: Logger;
 }
 
 /** Counters the caller owns and reads. */
@@ -100,9 +106,9 @@ export function createRestClient(options: RestClientOptions): RestClient {
     url: URL,
     body: string | undefined,
     signal: AbortSignal,
+    requestId: string | undefined,
   ): Promise<UpstreamResponse> {
     const method = body === undefined ? 'GET' : 'POST';
-    const requestId = currentRequestId();
     const started = performance.now();
     let response: Dispatcher.ResponseData;
     try {
@@ -158,30 +164,37 @@ export function createRestClient(options: RestClientOptions): RestClient {
    * through the limiter again so the budget counts it; a POST never is. One timeout covers both
    * attempts, so no caller waits on the upstream longer than `timeoutMs` per request.
    */
-  async function send(key: string, route: Route, url: URL, body?: string): Promise<UpstreamResponse> {
+  async function send(
+    scope: RequestScope | undefined,
+    key: string,
+    route: Route,
+    url: URL,
+    body?: string,
+  ): Promise<UpstreamResponse> {
+    const requestId = scope?.requestId;
     const run = async () => {
       const signal = AbortSignal.timeout(options.timeoutMs);
       try {
-        return await limiter.schedule(key, () => attempt(key, route, url, body, signal));
+        return await limiter.schedule(key, () => attempt(key, route, url, body, signal, requestId));
       } catch (error) {
         if (body !== undefined || !isConnectionReset(error)) throw error;
         // A keep-alive socket the server closed as we sent, or a reset mid-answer: GET is idempotent (RFC 9110 section 9.2.2).
-        return await limiter.schedule(key, () => attempt(key, route, url, body, signal));
+        return await limiter.schedule(key, () => attempt(key, route, url, body, signal, requestId));
       }
     };
     try {
       if (body !== undefined || options.sharing === undefined) return await run();
       return await options.sharing.get(key, url.href, run);
     } catch (error) {
-      throw toGatewayError(error, body === undefined ? 'GET' : 'POST', url);
+      throw toGatewayError(error, body === undefined ? 'GET' : 'POST', url, scope?.logger ?? options.logger);
     }
   }
 
-  function toGatewayError(error: unknown, method: string, url: URL): Error {
+  function toGatewayError(error: unknown, method: string, url: URL, logger: Logger): Error {
     if (error instanceof GraphQLError) return error;
     const reason =
       error instanceof BodyTooLargeError ? 'answered a body larger than allowed' : describeNetworkError(error);
-    options.logger.warn({ method, path: url.pathname, reason }, 'upstream request failed');
+    logger.warn({ method, path: url.pathname, reason }, 'upstream request failed');
     return upstreamUnavailable(`the Pet Store ${reason}`);
   }
 
@@ -207,54 +220,63 @@ export function createRestClient(options: RestClientOptions): RestClient {
     return result;
   }
 
-  return {
-    baseUrl,
+  function view(scope: RequestScope | undefined): RestClient {
+    return {
+      baseUrl,
 
-    petsUrl({ limit, status }) {
-      const url = new URL('pets', baseUrl);
-      url.searchParams.set('limit', String(limit));
-      if (status !== undefined) url.searchParams.set('status', status);
-      return url;
-    },
+      petsUrl({ limit, status }) {
+        const url = new URL('pets', baseUrl);
+        url.searchParams.set('limit', String(limit));
+        if (status !== undefined) url.searchParams.set('status', status);
+        return url;
+      },
 
-    async listPets(key, url) {
-      const response = await send(key, 'listPets', url);
-      if (response.status !== 200) fail(response, key);
-      const pets = parseBody(response, toPets);
-      const link = nextLink(header(response, 'link'), url, baseUrl.origin);
-      const next = link !== undefined && 'url' in link && isPetsPageUrl(link.url, baseUrl) ? link.url : undefined;
-      if (link !== undefined && next === undefined && !warnedForeignLink) {
-        warnedForeignLink = true;
-        const target = 'foreign' in link ? link.foreign : link.url.pathname;
-        options.logger.warn({ target }, 'upstream linked its next page outside <base>/pets; not followed');
-      }
-      return { pets, next };
-    },
+      async listPets(key, url) {
+        const response = await send(scope, key, 'listPets', url);
+        if (response.status !== 200) fail(response, key);
+        const pets = parseBody(response, toPets);
+        const link = nextLink(header(response, 'link'), url, baseUrl.origin);
+        const next = link !== undefined && 'url' in link && isPetsPageUrl(link.url, baseUrl) ? link.url : undefined;
+        if (link !== undefined && next === undefined && !warnedForeignLink) {
+          warnedForeignLink = true;
+          const target = 'foreign' in link ? link.foreign : link.url.pathname;
+          (scope?.logger ?? options.logger).warn(
+            { target },
+            'upstream linked its next page outside <base>/pets; not followed',
+          );
+        }
+        return { pets, next };
+      },
 
-    async createPet(key, pet) {
-      const body = `{"name":${JSON.stringify(pet.name)},"categoryId":${pet.categoryId}${
-        pet.status === undefined ? '' : `,"status":${JSON.stringify(pet.status)}`
-      }}`;
-      let response: UpstreamResponse;
-      try {
-        response = await send(key, 'createPet', new URL('pets', baseUrl), body);
-      } finally {
-        // Whatever the outcome, the key's shared reads may now describe the catalogue before this write.
-        options.sharing?.invalidate(key);
-      }
-      if (response.status !== 201 && response.status !== 200) fail(response, key);
-      return parseBody(response, toPet);
-    },
+      async createPet(key, pet) {
+        const body = `{"name":${JSON.stringify(pet.name)},"categoryId":${pet.categoryId}${
+          pet.status === undefined ? '' : `,"status":${JSON.stringify(pet.status)}`
+        }}`;
+        let response: UpstreamResponse;
+        try {
+          response = await send(scope, key, 'createPet', new URL('pets', baseUrl), body);
+        } finally {
+          // Whatever the outcome, the key's shared reads may now describe the catalogue before this write.
+          options.sharing?.invalidate(key);
+        }
+        if (response.status !== 201 && response.status !== 200) fail(response, key);
+        return parseBody(response, toPet);
+      },
 
-    async getPet(key, id) {
-      const response = await send(key, 'getPet', new URL(`pets/${encodeURIComponent(id)}`, baseUrl));
-      if (response.status === 404) return null;
-      if (response.status !== 200) fail(response, key);
-      return parseBody(response, toPet);
-    },
+      async getPet(key, id) {
+        const response = await send(scope, key, 'getPet', new URL(`pets/${encodeURIComponent(id)}`, baseUrl));
+        if (response.status === 404) return null;
+        if (response.status !== 200) fail(response, key);
+        return parseBody(response, toPet);
+      },
 
-    close: () => pool.close(),
-  };
+      forRequest: (requestScope) => view(requestScope),
+
+      close: () => pool.close(),
+    };
+  }
+
+  return view(undefined);
 }
 
 /**

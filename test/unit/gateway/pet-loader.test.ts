@@ -59,6 +59,9 @@ function fakeStore(count: number): FakeStore {
       createPet: async () => {
         throw new Error('not used here');
       },
+      forRequest() {
+        return this;
+      },
       close: async () => {},
     },
   };
