@@ -247,11 +247,16 @@ function wrkScript(target: Target): string {
 }
 
 /** Runs the load tool (pinned to the load core) against `target` for `seconds`. */
-async function load(target: Target, seconds: number, dir: string): Promise<Omit<Measurement, 'cpuS' | 'wallS'>> {
+async function load(
+  target: Target,
+  seconds: number,
+  dir: string,
+  connections = CONNECTIONS,
+): Promise<Omit<Measurement, 'cpuS' | 'wallS'>> {
   if (TOOL === 'wrk') {
     const script = join(dir, 'request.lua');
     writeFileSync(script, wrkScript(target));
-    const args = ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, target.url];
+    const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, target.url];
     const out = await run(pinned(LOAD_CORE, 'wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] }));
     const match = /^RESULT (\d+) (\d+) (\d+) ([\d.]+) ([\d.]+)$/m.exec(out);
     if (!match) throw new Error(`unexpected wrk output:\n${out}`);
@@ -264,7 +269,7 @@ async function load(target: Target, seconds: number, dir: string): Promise<Omit<
     ];
     return { rps: requests / (durationUs / 1e6), p50Ms: p50Us / 1000, p99Ms: p99Us / 1000, requests, errors };
   }
-  const args = [join(ROOT, 'node_modules/autocannon/autocannon.js'), '--json', '-c', String(CONNECTIONS)];
+  const args = [join(ROOT, 'node_modules/autocannon/autocannon.js'), '--json', '-c', String(connections)];
   args.push('-d', String(seconds), '-m', target.method, '-t', '10');
   for (const [name, value] of Object.entries(target.headers)) args.push('-H', `${name}=${value}`);
   if (target.body !== undefined) args.push('-b', target.body);
@@ -436,6 +441,29 @@ async function main(): Promise<void> {
   console.log(
     `Load average (1 min) at start ${loadStart.toFixed(2)}, at end ${loadavg()[0]?.toFixed(2)}: other work on the machine skews results.`,
   );
+
+  // (5) Memory under many connections: peak resident set while 200 connections load each server.
+  console.log(`\n| server | RSS idle MB | peak RSS at ${RSS_CONNECTIONS} connections MB | req/s then |`);
+  console.log('|---|---:|---:|---:|');
+  for (const target of targets) {
+    const idle = rssMb(target.pid);
+    let peak = idle;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssMb(target.pid));
+    }, 100);
+    const m = await load(target, RSS_SECONDS, scratch, RSS_CONNECTIONS);
+    clearInterval(sampler);
+    console.log(`| ${target.name} | ${idle.toFixed(0)} | ${peak.toFixed(0)} | ${m.rps.toFixed(0)} |`);
+  }
+}
+
+const RSS_CONNECTIONS = 200;
+const RSS_SECONDS = 5;
+
+/** Resident set of process `pid`, in MB (/proc/PID/status VmRSS). */
+function rssMb(pid: number): number {
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : 0;
 }
 
 try {

@@ -84,6 +84,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     ...(options.metrics ? { metrics: options.metrics } : {}),
     observer: upstreamObserver(metrics),
     sharing: createResponseSharing({
+      coalesce: config.coalesce,
       ttlMs: config.cacheTtlMs,
       onCoalesced: () => metrics.coalesced.inc(),
       onCacheHit: () => metrics.cacheHits.inc(),

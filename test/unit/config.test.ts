@@ -37,6 +37,7 @@ describe('parseConfig defaults', () => {
       maxWaitMs: 10_000,
       timeoutMs: 10_000,
       cacheTtlMs: 0,
+      coalesce: true,
       petLookup: 'auto',
       redisUrl: undefined,
       production: false,

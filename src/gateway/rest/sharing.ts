@@ -18,6 +18,8 @@ export interface ResponseSharing {
 export interface SharingOptions {
   /** How long a 200 answer is served again; 0 turns the cache off (coalescing stays). */
   readonly ttlMs: number;
+  /** Join identical GETs in flight (default true). */
+  readonly coalesce?: boolean;
   /** Cached answers kept at most, oldest dropped first (default 1,000). */
   readonly maxEntries?: number;
   readonly now?: () => number;
@@ -40,7 +42,7 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
         return Promise.resolve(cached.response);
       }
       if (cached !== undefined) cache.delete(id);
-      const joined = inFlight.get(id);
+      const joined = options.coalesce === false ? undefined : inFlight.get(id);
       if (joined !== undefined) {
         options.onCoalesced?.();
         return joined;
