@@ -74,6 +74,17 @@ describe('rate limiting', () => {
     expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(5);
   }, 30_000);
 
+  it('does not count time spent waiting for budget against PETSTORE_TIMEOUT', async () => {
+    const target = await start({
+      store: { keys: { [TEST_KEY]: { perMinute: 2, perDay: 100_000 } }, minuteMs: 1_000 },
+      env: { PETSTORE_RATE_LIMITS: '2/1s', PETSTORE_MAX_WAIT: '10s', PETSTORE_TIMEOUT: '500ms' },
+    });
+    // The last of these waits about three seconds for budget, six times the upstream timeout.
+    const responses = await burst(target, 8);
+    expect(responses.flatMap(errorCodes)).toEqual([]);
+    expect(upstream429s(target)).toBe(0);
+  }, 20_000);
+
   it.each(['delay-seconds', 'http-date'] as const)(
     'after a 429 (Retry-After as %s) sends nothing for the key until Retry-After, then succeeds',
     async (retryAfter) => {

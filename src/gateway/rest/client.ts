@@ -173,13 +173,21 @@ export function createRestClient(options: RestClientOptions): RestClient {
   ): Promise<UpstreamResponse> {
     const requestId = scope?.requestId;
     const run = async () => {
-      const signal = AbortSignal.timeout(options.timeoutMs);
+      // The timeout starts with the first send, not while the limiter holds the request for budget,
+      // and covers a GET's resend after a reset; a try after a 429's pause gets a timeout of its own.
+      let signal: AbortSignal | undefined;
+      const send = async () => {
+        signal ??= AbortSignal.timeout(options.timeoutMs);
+        const response = await attempt(key, route, url, body, signal, requestId);
+        if (response.status === 429) signal = undefined;
+        return response;
+      };
       try {
-        return await limiter.schedule(key, () => attempt(key, route, url, body, signal, requestId));
+        return await limiter.schedule(key, send);
       } catch (error) {
         if (body !== undefined || !isConnectionReset(error)) throw error;
         // A keep-alive socket the server closed as we sent, or a reset mid-answer: GET is idempotent (RFC 9110 section 9.2.2).
-        return await limiter.schedule(key, () => attempt(key, route, url, body, signal, requestId));
+        return await limiter.schedule(key, send);
       }
     };
     try {
