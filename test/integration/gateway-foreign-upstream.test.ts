@@ -8,7 +8,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { errorCodes, type GqlResponse } from '../helpers/gql.js';
+import { errorCodes } from '../helpers/gql.js';
 import {
   type GatewayUnderTest,
   sendRaw,
@@ -17,6 +17,7 @@ import {
   UPSTREAM_KEY,
   type Upstream,
 } from '../helpers/upstream.js';
+import { type Connection, PETS_CONNECTION, walkPets } from '../helpers/walk-pets.js';
 
 const BASE_PATH = '/api/v1';
 
@@ -139,45 +140,9 @@ function foreignStore(options: ForeignOptions = {}): (req: IncomingMessage, res:
   };
 }
 
-const CONNECTION = `query Pets($first: Int, $after: String, $status: PetStatus) {
-  pets(first: $first, after: $after, status: $status) {
-    edges { cursor node { id name status category { id } } }
-    nodes { id name status category { id } }
-    pageInfo { hasNextPage endCursor }
-  }
-}`;
-
-interface Connection {
-  edges: { cursor: string; node: GqlPet }[];
-  nodes: GqlPet[];
-  pageInfo: { hasNextPage: boolean; endCursor: string | null };
-}
-
 /** Every page through the gateway, following endCursor. */
-async function walk(
-  gateway: GatewayUnderTest,
-  first: number,
-  status?: string,
-): Promise<{ pets: GqlPet[]; pages: number }> {
-  const pets: GqlPet[] = [];
-  let after: string | null = null;
-  let pages = 0;
-  for (;;) {
-    const response: GqlResponse<{ pets: Connection }> = await gateway.query<{ pets: Connection }>(CONNECTION, {
-      variables: { first, after, status },
-    });
-    expect(response.body.errors).toBeUndefined();
-    const connection = response.body.data?.pets as Connection;
-    pages++;
-    expect(connection.nodes).toEqual(connection.edges.map((edge) => edge.node));
-    expect(connection.pageInfo.endCursor).toBe(connection.edges.at(-1)?.cursor ?? null);
-    pets.push(...connection.nodes);
-    if (!connection.pageInfo.hasNextPage) break;
-    expect(connection.edges).toHaveLength(first);
-    after = connection.pageInfo.endCursor;
-    expect(pages).toBeLessThan(50);
-  }
-  return { pets, pages };
+function walk(gateway: GatewayUnderTest, first: number, status?: string) {
+  return walkPets(gateway.query, first, status, { maxPages: 50 });
 }
 
 /** Path (without query) of every request the upstream received. */
@@ -202,7 +167,7 @@ describe('a foreign upstream with relative Link URLs, raw int64 numbers and extr
   });
 
   it('serves the first page with exact ids, known fields only and an unknown status as null', async () => {
-    const response = await gateway.query<{ pets: Connection }>(CONNECTION, { variables: { first: 100 } });
+    const response = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 100 } });
     expect(response.body.errors).toBeUndefined();
     expect(response.body.data?.pets.nodes).toEqual(PETS.map(gqlPet));
     expect(response.body.data?.pets.nodes.slice(3, 6)).toEqual([
@@ -251,12 +216,12 @@ describe('a foreign upstream with relative Link URLs, raw int64 numbers and extr
   });
 
   it('continues from an edge in the middle of a link-reached page', async () => {
-    const first = await gateway.query<{ pets: Connection }>(CONNECTION, { variables: { first: 3 } });
-    const second = await gateway.query<{ pets: Connection }>(CONNECTION, {
+    const first = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 3 } });
+    const second = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, {
       variables: { first: 3, after: first.body.data?.pets.pageInfo.endCursor },
     });
     const middle = second.body.data?.pets.edges[0]?.cursor as string;
-    const rest = await gateway.query<{ pets: Connection }>(CONNECTION, { variables: { first: 4, after: middle } });
+    const rest = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 4, after: middle } });
     expect(rest.body.data?.pets.nodes.map((pet) => pet.id)).toEqual(PETS.slice(4, 8).map((pet) => pet.id));
     expect(rest.body.data?.pets.pageInfo.hasNextPage).toBe(false);
   });
@@ -299,7 +264,7 @@ describe('a foreign upstream with relative Link URLs, raw int64 numbers and extr
     const after = Buffer.from(
       JSON.stringify({ p: `${BASE_PATH}/pets/%2e%2e/%2e%2e/%2e%2e/admin/keys`, o: 0 }),
     ).toString('base64url');
-    const response = await gateway.query(CONNECTION, { variables: { first: 2, after } });
+    const response = await gateway.query(PETS_CONNECTION, { variables: { first: 2, after } });
     expect(paths(upstream).filter((path) => !path.startsWith(`${BASE_PATH}/pets`))).toEqual([]);
     expect(errorCodes(response)).toEqual(['BAD_USER_INPUT']);
   });
@@ -328,7 +293,7 @@ describe('an upstream that pages in smaller steps than first', () => {
   });
 
   it('serves first 100 from three upstream pages of 3', async () => {
-    const response = await gateway.query<{ pets: Connection }>(CONNECTION, { variables: { first: 100 } });
+    const response = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 100 } });
     expect(response.body.data?.pets.nodes).toEqual(PETS.map(gqlPet));
     expect(response.body.data?.pets.pageInfo.hasNextPage).toBe(false);
     expect(paths(upstream)).toEqual([
@@ -359,7 +324,7 @@ describe('a rel="next" Link to another origin', () => {
   });
 
   it('is not followed: the page ends there with hasNextPage false, and the other origin gets no request', async () => {
-    const response = await gateway.query<{ pets: Connection }>(CONNECTION, { variables: { first: 3 } });
+    const response = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 3 } });
     expect(response.body.errors).toBeUndefined();
     expect(response.body.data?.pets.nodes).toEqual(PETS.slice(0, 3).map(gqlPet));
     expect(response.body.data?.pets.pageInfo.hasNextPage).toBe(false);
@@ -368,9 +333,9 @@ describe('a rel="next" Link to another origin', () => {
   });
 
   it('is not followed to fill a page either', async () => {
-    const response = await gateway.query<{ pets: Connection }>(CONNECTION, { variables: { first: 2 } });
+    const response = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 2 } });
     const cursor = response.body.data?.pets.pageInfo.endCursor as string;
-    const next = await gateway.query<{ pets: Connection }>(CONNECTION, { variables: { first: 5, after: cursor } });
+    const next = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 5, after: cursor } });
     expect(next.body.errors).toBeUndefined();
     expect(next.body.data?.pets).toEqual({ edges: [], nodes: [], pageInfo: { hasNextPage: false, endCursor: null } });
     expect(elsewhere.requests).toHaveLength(0);

@@ -19,6 +19,7 @@ import {
   UPSTREAM_KEY,
   type Upstream,
 } from '../helpers/upstream.js';
+import { walkPets } from '../helpers/walk-pets.js';
 
 const REST_STATUSES: readonly PetStatus[] = ['available', 'pending', 'sold'];
 const ENUM = { available: 'AVAILABLE', pending: 'PENDING', sold: 'SOLD' } as const;
@@ -114,26 +115,8 @@ async function walk(
   status?: EnumStatus,
   options: { key?: string } = {},
 ): Promise<Walk> {
-  const pets: GqlPet[] = [];
-  let after: string | null = null;
-  let pages = 0;
-  for (;;) {
-    const response: GqlResponse<{ pets: Connection }> = await query<{ pets: Connection }>(PETS, {
-      variables: { first, after, status },
-      ...options,
-    });
-    expect(response.body.errors).toBeUndefined();
-    const connection = response.body.data?.pets as Connection;
-    pages++;
-    expect(connection.nodes).toEqual(connection.edges.map((edge) => edge.node));
-    expect(connection.pageInfo.endCursor).toBe(connection.edges.at(-1)?.cursor ?? null);
-    pets.push(...connection.nodes);
-    if (!connection.pageInfo.hasNextPage) break;
-    expect(connection.edges).toHaveLength(first);
-    after = connection.pageInfo.endCursor;
-    expect(pages).toBeLessThan(100);
-  }
-  return { ids: pets.map((pet) => pet.id), pages, pets };
+  const { pets, pages } = await walkPets(query, first, status, options);
+  return { ids: pets.map((pet) => pet.id), pages, pets: pets as GqlPet[] };
 }
 
 describe('the pets connection and pet lookups against the reference store', () => {
