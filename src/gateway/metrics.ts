@@ -88,6 +88,8 @@ export function recordLimiterEvent(metrics: Metrics, event: LimiterEvent): void 
     case 'quota':
       metrics.budgetRemaining.set({ key: event.keyId }, event.quota.remaining);
       return;
+    case 'internalError':
+      return;
   }
 }
 

@@ -74,7 +74,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     maxWaitMs: config.maxWaitMs,
     store,
     now,
-    onEvent: (event) => recordLimiterEvent(metrics, event),
+    onEvent: (event) => {
+      if (event.type === 'internalError') logger.error({ err: event.error }, 'rate limiter failed');
+      recordLimiterEvent(metrics, event);
+    },
   });
   const client = createRestClient({
     baseUrl: config.petstoreBaseUrl,

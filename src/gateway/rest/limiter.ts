@@ -42,6 +42,7 @@ export type LimiterEvent =
   | { readonly type: 'throttled'; readonly waitMs: number }
   | { readonly type: 'heldBack' }
   | { readonly type: 'quota'; readonly keyId: string; readonly quota: Quota }
+  | { readonly type: 'internalError'; readonly error: unknown }
   | { readonly type: 'rejected'; readonly reason: 'budget' | 'queue' }
   | { readonly type: 'upstream429'; readonly pauseMs: number };
 
@@ -66,6 +67,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     strategy: Bottleneck.strategy.OVERFLOW,
     timeout: 10 * 60_000, // a key's limiter is dropped after ten idle minutes
   });
+  // Bottleneck emits 'error' for failures in its own machinery; unheard, an EventEmitter would throw.
+  group.on('created', (limiter) => limiter.on('error', (error) => options.onEvent?.({ type: 'internalError', error })));
 
   async function waitForSlot(keyId: string, deadline: number): Promise<number> {
     for (;;) {
