@@ -108,6 +108,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
       const observed = observation(response, seq, now());
       const quota = await options.store.observe(keyId, observed, now());
+      // One entry per key seen; forwarded client keys are unbounded, so the memo is cleared when large.
+      if (quotas.size >= 10_000 && !quotas.has(keyId)) quotas.clear();
       quotas.set(keyId, quota);
       if (quota.resetAt !== 0) options.onEvent?.({ type: 'quota', keyId, quota });
       if (response.status !== 429) return response;
