@@ -125,7 +125,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         lookupStats,
         now,
       }),
-      rateLimitExtension(limiter),
+      rateLimitExtension(limiter, config.rateLimits, now),
       operationMetricsPlugin(metrics, logger),
     ],
   });

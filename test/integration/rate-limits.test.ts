@@ -147,6 +147,14 @@ describe('rate limiting', () => {
     expect(Date.parse(quota(second).resetAt as string)).toBeGreaterThan(Date.now());
   });
 
+  it('reports the plan as the budget before the upstream has answered for the key', async () => {
+    const target = await start({ env: { PETSTORE_RATE_LIMITS: '60/1m,1000/1d' } });
+    const refused = await target.query('{ pet(id: "not a number") { id } }');
+    expect(errorCodes(refused)).toEqual(['BAD_USER_INPUT']);
+    expect(refused.body.extensions?.rateLimit).toMatchObject({ limit: 60, remaining: 60 });
+    expect(target.count()).toBe(0);
+  });
+
   it('never gets the key banned, however hard it is pushed while another client spends the budget', async () => {
     const target = await start({
       store: { keys: { [TEST_KEY]: { perMinute: 4, perDay: 100_000 } }, minuteMs: 1_000, banThreshold: 3 },
