@@ -29,7 +29,7 @@ import { rateLimitExtension } from './rate-limit-plugin.js';
 import { resolvers } from './resolvers/index.js';
 import { MemoryBudgetStore } from './rest/budget.js';
 import { RedisBudgetStore } from './rest/budget-redis.js';
-import { createRestClient, type UpstreamMetrics } from './rest/client.js';
+import { createRestClient } from './rest/client.js';
 import { createLimiter } from './rest/limiter.js';
 import { createResponseSharing } from './rest/sharing.js';
 
@@ -44,8 +44,6 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Prefix of the gateway's Redis keys (default petstore-gateway), so tests can share a Redis. */
   readonly redisPrefix?: string;
-  /** Counters the gateway keeps (deprecated upstream answers); pass one in to read them. */
-  readonly metrics?: UpstreamMetrics;
 }
 
 export interface GatewayHandle {
@@ -84,7 +82,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     timeoutMs: config.timeoutMs,
     logger,
     limiter,
-    ...(options.metrics ? { metrics: options.metrics } : {}),
     observer: upstreamObserver(metrics),
     sharing: createResponseSharing({
       coalesce: config.coalesce,

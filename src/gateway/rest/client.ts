@@ -53,12 +53,6 @@ export interface RequestScope {
   readonly logger: Logger;
 }
 
-/** Counters the caller owns and reads. */
-export interface UpstreamMetrics {
-  /** Upstream responses marked deprecated (RFC 9745 Deprecation or RFC 8594 Sunset). */
-  deprecatedCalls: number;
-}
-
 export type Route = 'listPets' | 'createPet' | 'getPet';
 
 /** Told of every upstream answer, for Prometheus metrics. */
@@ -77,7 +71,6 @@ export interface RestClientOptions {
   readonly maxBodyBytes?: number;
   /** Sockets kept to the upstream (default 32). */
   readonly connections?: number;
-  readonly metrics?: UpstreamMetrics;
   readonly observer?: UpstreamObserver;
   /** Identical GETs in flight for a key are shared, and answers cached per key when configured. */
   readonly sharing?: ResponseSharing;
@@ -97,7 +90,6 @@ export function createRestClient(options: RestClientOptions): RestClient {
   const limiter = options.limiter ?? passThroughLimiter;
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   let warnedForeignLink = false;
-  const metrics = options.metrics ?? { deprecatedCalls: 0 };
   const deprecatedEndpoints = new Set<string>();
 
   async function attempt(
@@ -147,7 +139,6 @@ export function createRestClient(options: RestClientOptions): RestClient {
     const deprecation = header(response, 'deprecation');
     const sunset = header(response, 'sunset');
     if (deprecation === undefined && sunset === undefined) return;
-    metrics.deprecatedCalls++;
     const endpoint = `${method} ${url.pathname.replace(/\/-?\d+(?=\/|$)/g, '/{id}')}`;
     options.observer?.deprecated(endpoint);
     if (deprecatedEndpoints.has(endpoint)) return;
