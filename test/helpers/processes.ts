@@ -1,0 +1,95 @@
+/**
+ * Processes the tests start, and stopping them safely. Every child a test spawns carries the test
+ * run's marker in its environment (PETSTORE_TEST_RUN, set by test/global-setup.ts), so the global
+ * teardown can find anything still alive, however it was started and whoever its parent is now.
+ *
+ * Signals go to one positive pid only: `process.kill(0, …)` signals the whole process group (npm,
+ * vitest and the shell that ran them), and a negative pid a group; both are refused here.
+ */
+
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+
+/** The environment variable naming this test run; inherited by every process a test starts. */
+export const TEST_RUN_ENV = 'PETSTORE_TEST_RUN';
+
+/** `env` plus the run marker: for children spawned with an environment of their own. */
+export function trackedEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+  const run = process.env[TEST_RUN_ENV];
+  return run === undefined ? { ...env } : { ...env, [TEST_RUN_ENV]: run };
+}
+
+/** A pid that is safe to signal: a positive safe integer. Anything else throws. */
+export function checkedPid(value: unknown): number {
+  const pid = typeof value === 'string' && /^[0-9]+$/.test(value.trim()) ? Number(value) : value;
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) {
+    throw new Error(`refusing to use ${JSON.stringify(value)} as a pid: only a positive integer names one process`);
+  }
+  return pid;
+}
+
+/** Whether `pid` is a running process (a zombie, dead but not yet reaped, is not). */
+export async function isAlive(pid: number): Promise<boolean> {
+  try {
+    process.kill(checkedPid(pid), 0);
+  } catch {
+    return false;
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) state …"; comm may hold spaces or parentheses, so read after the last ')'.
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    // Reaped between the two checks (ENOENT, or ESRCH mid-read); with no /proc at all (not Linux), kill(0) is all there is.
+    return !existsSync('/proc/self');
+  }
+}
+
+/**
+ * Signals `pid` and waits until it is gone; SIGKILL after `graceMs`. Throws if it outlives that too,
+ * so a test never passes while leaving a process behind.
+ */
+export async function stopProcess(pid: number, signal: NodeJS.Signals = 'SIGTERM', graceMs = 5_000): Promise<void> {
+  const target = checkedPid(pid);
+  for (const [next, waitMs] of [
+    [signal, graceMs],
+    ['SIGKILL', 5_000],
+  ] as const) {
+    try {
+      process.kill(target, next);
+    } catch {
+      return; // already gone
+    }
+    const deadline = Date.now() + waitMs;
+    while (Date.now() < deadline) {
+      if (!(await isAlive(target))) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+  throw new Error(`process ${target} is still alive after SIGKILL`);
+}
+
+export interface TrackedProcess {
+  readonly pid: number;
+  readonly command: string;
+}
+
+/** Every live process whose environment carries the marker of test run `run`, except `exclude`. */
+export async function findTracked(run: string, exclude: ReadonlySet<number>): Promise<TrackedProcess[]> {
+  const marker = `${TEST_RUN_ENV}=${run}`;
+  const found: TrackedProcess[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (exclude.has(pid)) continue;
+    try {
+      const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+      if (!environ.includes(marker) || !(await isAlive(pid))) continue;
+      const command = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ').trim();
+      found.push({ pid, command });
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
+}

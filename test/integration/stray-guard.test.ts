@@ -1,0 +1,40 @@
+/**
+ * The run-wide guard of test/global-setup.ts: a test run that leaves a process alive must fail,
+ * and the process must be gone afterwards. Runs vitest on a fixture whose only test leaks a
+ * detached `sleep` (no longer our child, so only the marker in its environment finds it).
+ */
+
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect, it } from 'vitest';
+import { isAlive, TEST_RUN_ENV } from '../helpers/processes.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+it('fails a run that leaves a process alive, and kills it', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'petstore-stray-'));
+  const pidFile = join(dir, 'pid');
+  try {
+    const env: NodeJS.ProcessEnv = { ...process.env, LEAKED_PID_FILE: pidFile };
+    // A run of its own: the outer run's marker would make the outer guard claim the sleep as ours too.
+    delete env[TEST_RUN_ENV];
+    const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
+      const child = execFile(
+        process.execPath,
+        [join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--config', 'test/fixtures/leaky/vitest.config.ts'],
+        { cwd: ROOT, env, timeout: 60_000 },
+        (_error, stdout, stderr) => resolve({ code: child.exitCode, output: `${stdout}${stderr}` }),
+      );
+    });
+    const leaked = Number(await readFile(pidFile, 'utf8'));
+    expect(result.code).toBe(1);
+    expect(result.output).toContain('tests left 1 process(es) running (now killed)');
+    expect(result.output).toContain('sleep 120');
+    expect(await isAlive(leaked)).toBe(false);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 90_000);
