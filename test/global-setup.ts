@@ -5,7 +5,7 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { findTracked, stopProcess, TEST_RUN_ENV } from './helpers/processes.js';
+import { ancestorsOf, findTracked, stopProcess, TEST_RUN_ENV } from './helpers/processes.js';
 
 export function setup(): void {
   // Workers are forked after this, so they and everything they spawn inherit it.
@@ -14,8 +14,9 @@ export function setup(): void {
 
 export async function teardown(): Promise<void> {
   const run = process.env[TEST_RUN_ENV] as string;
-  // Vitest's own workers carry the marker too and are still closing; they are not the tests' processes.
-  const strays = (await findTracked(run, new Set([process.pid]))).filter(
+  // This process and what started it (npm, a shell) carry the marker when the run was given one
+  // (npm run test:stress does); Vitest's own workers carry it too and are still closing.
+  const strays = (await findTracked(run, await ancestorsOf(process.pid))).filter(
     ({ command }) => !command.includes('node_modules/vitest/'),
   );
   if (strays.length === 0) return;

@@ -10,8 +10,9 @@
 
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdir, readlink } from 'node:fs/promises';
-import { cpus, loadavg } from 'node:os';
+import { readdir, readlink, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findTracked, stopProcess, TEST_RUN_ENV } from './helpers/processes.js';
 
@@ -45,11 +46,29 @@ async function strayRedis(): Promise<string[]> {
   return found;
 }
 
+/** The run in progress, so an interrupted stress run stops everything it started. */
+let current: { run: string; busy: number | undefined } | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void (async () => {
+      if (current !== undefined) {
+        const { run, busy } = current;
+        if (busy !== undefined) await stopProcess(busy, 'SIGKILL').catch(() => {});
+        for (const { pid } of await findTracked(run, new Set([process.pid]))) {
+          await stopProcess(pid, 'SIGKILL').catch(() => {});
+        }
+      }
+      process.exit(130);
+    })();
+  });
+}
+
 async function runOnce(node: string, bin: string): Promise<RunResult> {
   const run = randomUUID();
   const env = { ...process.env, [TEST_RUN_ENV]: run, PATH: bin ? `${bin}:${process.env.PATH}` : process.env.PATH };
   // The busy core: a separate process, so it competes with the suite as another job on CI would.
   const busy = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+  current = { run, busy: busy.pid };
   const started = performance.now();
   let output = '';
   const exit = await new Promise<number | null>((resolve) => {
@@ -67,8 +86,13 @@ async function runOnce(node: string, bin: string): Promise<RunResult> {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: vitest colours its summary
   const plain = output.replace(/\u001b\[[0-9;]*m/g, '');
   const summary = /^\s*Tests\s+(.*)$/m.exec(plain)?.[1]?.trim() ?? '(no summary line)';
-  const failures = plain.match(/^\s*(FAIL|×) .*$/gm) ?? [];
-  if (exit !== 0) process.stdout.write(`${failures.slice(0, 20).join('\n')}\n${plain.slice(-3_000)}\n`);
+  if (exit !== 0) {
+    // The whole output of a failed run, for reading; the table keeps one line per run.
+    const log = join(tmpdir(), `petstore-stress-${run}.log`);
+    await writeFile(log, plain);
+    const failed = plain.match(/^ FAIL .*$/gm) ?? [];
+    process.stdout.write(`${[...new Set(failed)].join('\n')}\n(full output: ${log})\n`);
+  }
   const tracked = await findTracked(run, new Set([process.pid]));
   const leftBehind = [...tracked.map(({ pid, command }) => `${pid} ${command}`), ...(await strayRedis())];
   for (const { pid } of tracked) await stopProcess(pid, 'SIGKILL').catch(() => {});

@@ -53,6 +53,8 @@ export interface FaultProxy {
   readonly stats: Readonly<ProxyStats>;
   /** Switches the fault applied to responses whose head arrives from now on. */
   set(mode: FaultMode, options?: FaultOptions): void;
+  /** Whether it accepts connections (false after `refuse`). */
+  readonly listening: boolean;
   /** Stops listening and drops every open connection: new connections are refused. */
   refuse(): Promise<void>;
   /** Listens again on the same port. */
@@ -241,6 +243,9 @@ export async function startFaultProxy(target: { host?: string; port: number }): 
     port,
     origin: `http://127.0.0.1:${port}`,
     stats,
+    get listening() {
+      return server.listening;
+    },
     set(next, options = {}) {
       mode = next;
       latencyMs = options.latencyMs ?? 0;

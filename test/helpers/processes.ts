@@ -69,6 +69,18 @@ export async function stopProcess(pid: number, signal: NodeJS.Signals = 'SIGTERM
   throw new Error(`process ${target} is still alive after SIGKILL`);
 }
 
+/** `pid` and every process above it, up to init: they carry the marker when a run was started with it set. */
+export async function ancestorsOf(pid: number): Promise<Set<number>> {
+  const found = new Set<number>();
+  for (let current = pid; current > 1 && !found.has(current); ) {
+    found.add(current);
+    const stat = await readFile(`/proc/${current}/stat`, 'utf8').catch(() => '');
+    // The fourth field, after "pid (comm) state".
+    current = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  }
+  return found;
+}
+
 export interface TrackedProcess {
   readonly pid: number;
   readonly command: string;

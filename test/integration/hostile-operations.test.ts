@@ -30,7 +30,9 @@ async function post(body: string, contentType = 'application/json') {
 async function expectRefused(response: { status: number; text: string; ms: number }) {
   expect(response.status).toBeGreaterThanOrEqual(400);
   expect(response.status).toBeLessThan(500);
-  expect(response.ms).toBeLessThan(2_000);
+  // Fast: refused before any real work. Generous for a busy machine; an unguarded parse or
+  // validation of these documents takes minutes.
+  expect(response.ms).toBeLessThan(5_000);
   expect(stack.count() - before).toBe(0);
   const health = await fetch(new URL('/health', stack.gateway.url));
   expect(health.status).toBe(200);
