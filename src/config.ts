@@ -29,6 +29,10 @@ export interface Config {
   /** Share identical upstream GETs in flight per key (default true; off only to measure what it saves). */
   readonly coalesce: boolean;
   readonly petLookup: PetLookup;
+  /** Longest Retry-After or X-RateLimit-Reset believed from the upstream; longer ones are clamped. */
+  readonly maxRetryAfterMs: number;
+  /** Secret cursors are sealed with; undefined: shared through Redis with REDIS_URL, else random per process. */
+  readonly cursorSecret: string | undefined;
   readonly redisUrl: string | undefined;
   readonly production: boolean;
   /** NODE_ENV=development: stack traces and unmasked errors in responses. */
@@ -83,6 +87,8 @@ export function parseConfig(env: Env): Config {
     cacheTtlMs: duration(env, 'PETSTORE_CACHE_TTL', '0s'),
     coalesce: parseBoolean(env, 'PETSTORE_COALESCE', true),
     petLookup: oneOf(env, 'PET_LOOKUP', ['auto', 'list', 'legacy'], 'auto'),
+    maxRetryAfterMs: duration(env, 'PETSTORE_MAX_RETRY_AFTER', '1h', 1_000),
+    cursorSecret: parseSecret(env, 'CURSOR_SECRET'),
     redisUrl: parseRedisUrl(env),
     production,
     development: env.NODE_ENV === 'development',
@@ -142,6 +148,12 @@ function parseBaseUrl(env: Env): string | undefined {
   }
   if (!path.endsWith('/v1')) throw new ConfigError(accepts);
   return `${url.origin}${path}`;
+}
+
+function parseSecret(env: Env, name: string): string | undefined {
+  const raw = value(env, name);
+  if (raw !== undefined && raw.length < 16) throw new ConfigError(`${name} must be at least 16 characters`);
+  return raw;
 }
 
 function parseRedisUrl(env: Env): string | undefined {

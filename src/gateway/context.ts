@@ -1,30 +1,53 @@
-/** The per-request context: the credential, the REST client, and loaders made for this request only. */
+/**
+ * The per-request context: the credential, the operation's upstream budget and deadlines, the REST
+ * client bound to them, the key's cursors, and loaders made for this request only.
+ */
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { type DocumentNode, Kind, parse } from 'graphql';
 import type { Config } from '../config.js';
 import { missingCredential } from './errors.js';
+import type { CursorCodec, Cursors } from './ids.js';
 import { createPetLookups, type LookupStats, type PetLoader } from './loaders/pet-loader.js';
 import type { Logger } from './logger.js';
 import type { RestClient } from './rest/client.js';
+import { keyIdOf } from './rest/key-id.js';
+import { createOperation, type Operation } from './rest/operation.js';
 
 export interface GatewayContext {
   /** The API key every upstream request of this operation carries ('' for a metadata-only operation). */
   readonly key: string;
-  /** The shared REST client, wrapped for this request so that its list pages prime `petLoader`. */
+  /** The operation's budget, deadlines and client: every upstream request it causes draws from it. */
+  readonly operation: Operation;
+  /** The shared REST client, bound to this operation, whose list pages prime `petLoader`. */
   readonly client: RestClient;
+  readonly cursors: Cursors;
   readonly petLoader: PetLoader;
   readonly logger: Logger;
 }
 
 export interface ContextDeps {
-  readonly config: Pick<Config, 'apiKey' | 'petLookup'>;
+  readonly config: Pick<Config, 'apiKey' | 'petLookup' | 'maxWaitMs' | 'timeoutMs'>;
   readonly client: RestClient;
+  readonly cursors: CursorCodec;
   readonly logger: Logger;
   readonly lookupStats: LookupStats;
   readonly now: () => number;
+  /** Upstream requests one operation may send (undefined: no cap). */
+  readonly maxUpstreamRequests: number | undefined;
   /** Told the size of every pet lookup batch (metrics). */
   readonly onBatch?: (size: number) => void;
+}
+
+export interface RequestInfo {
+  readonly headers: IncomingHttpHeaders;
+  /** The operation's text, when the request carries one. */
+  readonly query?: string | undefined;
+  readonly requestId?: string | undefined;
+  /** Aborted when the client has gone. */
+  readonly signal?: AbortSignal | undefined;
+  /** Who the client is (for the fair share of a shared key). */
+  readonly clientId?: string | undefined;
 }
 
 /**
@@ -32,26 +55,39 @@ export interface ContextDeps {
  * upstream call, unless the operation only asks for schema metadata (`_service { sdl }` for a
  * router or Rover, introspection), which needs no upstream and so no key (`key` is then '').
  */
-export function createContext(
-  deps: ContextDeps,
-  headers: IncomingHttpHeaders,
-  query?: string,
-  requestId?: string,
-): GatewayContext {
+export function createContext(deps: ContextDeps, request: RequestInfo): GatewayContext {
+  const { headers, query, requestId } = request;
   const key = credential(headers.authorization) ?? deps.config.apiKey ?? (isMetadataOnly(query) ? '' : undefined);
   if (key === undefined) throw missingCredential();
   // Lines logged for this request name it, as its upstream requests do (X-Request-Id).
   const logger = requestId === undefined ? deps.logger : deps.logger.child({ reqId: requestId });
-  const client = requestId === undefined ? deps.client : deps.client.forRequest({ requestId, logger });
+  const operation = createOperation({
+    requestId,
+    logger,
+    signal: request.signal,
+    clientId: request.clientId,
+    maxWaitMs: deps.config.maxWaitMs,
+    timeoutMs: deps.config.timeoutMs,
+    maxRequests: deps.maxUpstreamRequests,
+    now: deps.now(),
+  });
   const lookups = createPetLookups({
-    client,
+    client: deps.client.forOperation(operation),
     key,
+    operation,
     strategy: deps.config.petLookup,
     stats: deps.lookupStats,
     now: deps.now,
     ...(deps.onBatch ? { onBatch: deps.onBatch } : {}),
   });
-  return { key, client: lookups.client, logger, petLoader: lookups.loader };
+  return {
+    key,
+    operation,
+    client: lookups.client,
+    cursors: deps.cursors.forKey(keyIdOf(key)),
+    logger,
+    petLoader: lookups.loader,
+  };
 }
 
 const METADATA_FIELDS = new Set(['_service', '__schema', '__type', '__typename']);

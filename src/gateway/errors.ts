@@ -10,6 +10,7 @@ export const ErrorCode = {
   BAD_USER_INPUT: 'BAD_USER_INPUT',
   RATE_LIMITED: 'RATE_LIMITED',
   UPSTREAM_UNAVAILABLE: 'UPSTREAM_UNAVAILABLE',
+  UPSTREAM_BUDGET_EXCEEDED: 'UPSTREAM_BUDGET_EXCEEDED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -46,6 +47,30 @@ export function rateLimited(retryAfterSeconds: number, message?: string): Gatewa
     ErrorCode.RATE_LIMITED,
     message ?? `the Pet Store rate limit is reached; retry after ${retryAfter} s`,
     { retryAfter },
+  );
+}
+
+/**
+ * One operation may spend at most its share of the key's budget: refused before execution when its
+ * estimate is over (`estimated`), or a field that would go past it while running (`spent`).
+ */
+export function budgetExceeded(
+  max: number,
+  found: { readonly estimated: number } | { readonly spent: number },
+  httpStatus?: number,
+): GatewayError {
+  if ('estimated' in found) {
+    return new GatewayError(
+      ErrorCode.UPSTREAM_BUDGET_EXCEEDED,
+      `this operation would cost about ${found.estimated} upstream requests; one operation may spend at most ${max}: split it`,
+      { estimatedUpstreamRequests: found.estimated, maxUpstreamRequests: max },
+      httpStatus,
+    );
+  }
+  return new GatewayError(
+    ErrorCode.UPSTREAM_BUDGET_EXCEEDED,
+    `this operation has spent its ${max} upstream requests; this field needs more: ask for less in one operation`,
+    { spentUpstreamRequests: found.spent, maxUpstreamRequests: max },
   );
 }
 

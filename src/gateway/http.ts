@@ -11,8 +11,16 @@ import { requestIdFrom } from './request-context.js';
 
 export interface HttpOptions {
   readonly apollo: ApolloServer<GatewayContext>;
-  /** `query` is the operation's text, when the request carries one; `requestId` its X-Request-Id. */
-  readonly context: (req: IncomingMessage, query: string | undefined, requestId: string) => Promise<GatewayContext>;
+  /**
+   * `query` is the operation's text, when the request carries one; `requestId` its X-Request-Id;
+   * `signal` is aborted if the client goes before its answer is written.
+   */
+  readonly context: (
+    req: IncomingMessage,
+    query: string | undefined,
+    requestId: string,
+    signal: AbortSignal,
+  ) => Promise<GatewayContext>;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
   readonly onError: (error: unknown) => void;
@@ -60,9 +68,15 @@ export function createHttpHandler(options: HttpOptions): (req: IncomingMessage, 
       if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
     }
     const request: HTTPGraphQLRequest = { method: req.method ?? 'GET', headers, search: url.search, body: body.value };
+    // The client leaving cancels what its operation still has queued or in flight upstream.
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) gone.abort(new DOMException('the client closed the connection', 'AbortError'));
+    };
+    res.once('close', onClose);
     const response = await options.apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: request,
-      context: () => options.context(req, queryText(body.value, url), requestId),
+      context: () => options.context(req, queryText(body.value, url), requestId, gone.signal),
     });
     for (const [name, value] of response.headers) res.setHeader(name, value);
     res.statusCode = response.status ?? 200;

@@ -4,13 +4,24 @@
  */
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { UpstreamObserver } from './rest/client.js';
-import type { LimiterEvent } from './rest/limiter.js';
+import type { UpstreamObserver } from './rest/attempt.js';
+import type { Limiter, LimiterEvent, LimiterStats } from './rest/limiter.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
 export function createMetrics() {
   const registry = new Registry();
+  // The limiter is made after the metrics (it reports to them); its aggregates are read at scrape time.
+  let limiter: Pick<Limiter, 'stats'> | undefined;
+  const fromLimiter = (name: string, help: string, value: (stats: LimiterStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        if (limiter !== undefined) this.set(value(limiter.stats()));
+      },
+    });
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
     new Counter<L>({ name, help, labelNames, registers: [registry] });
   return {
@@ -37,18 +48,41 @@ export function createMetrics() {
       'Requests held back while a key was paused after a 429, instead of being sent into a possible ban',
     ),
     throttled: counter('petstore_limiter_throttled_total', 'Requests that waited for rate-limit budget'),
+    sentDuringPause: counter(
+      'petstore_sends_during_pause_total',
+      'Requests sent for a key while a 429 pause was in force for it (must stay 0)',
+    ),
+    clamped: counter(
+      'petstore_upstream_clamped_total',
+      'Retry-After or X-RateLimit-Reset values beyond PETSTORE_MAX_RETRY_AFTER, clamped (first per key and header)',
+      ['header'],
+    ),
     rejected: counter('petstore_limiter_rejected_total', 'Requests refused with RATE_LIMITED, by reason', ['reason']),
     queueDepth: new Gauge({
       name: 'petstore_limiter_queue_depth',
       help: 'Requests waiting for rate-limit budget',
       registers: [registry],
     }),
-    budgetRemaining: new Gauge<'key'>({
-      name: 'petstore_budget_remaining',
-      help: "Requests left in the key's tightest upstream window, as far as the gateway knows (key: a digest)",
-      labelNames: ['key'],
-      registers: [registry],
-    }),
+    // Aggregates over keys, read from the limiter at scrape time: no series per key, so /metrics
+    // stays the same size whatever the number of keys, and shows nothing that identifies one.
+    keysTracked: fromLimiter(
+      'petstore_budget_keys',
+      'API keys whose upstream budget the gateway tracks',
+      (s) => s.keys,
+    ),
+    keysPaused: fromLimiter(
+      'petstore_budget_keys_paused',
+      'API keys paused after a 429 from the upstream',
+      (s) => s.paused,
+    ),
+    lowestRemaining: fromLimiter(
+      'petstore_budget_lowest_remaining',
+      "The fewest requests left in any tracked key's tightest upstream window (-1: none known)",
+      (s) => s.lowestRemaining ?? -1,
+    ),
+    watchLimiter(source: Pick<Limiter, 'stats'>): void {
+      limiter = source;
+    },
     loaderBatchSize: new Histogram({
       name: 'petstore_pet_loader_batch_size',
       help: 'Ids per pet lookup batch',
@@ -85,10 +119,11 @@ export function recordLimiterEvent(metrics: Metrics, event: LimiterEvent): void 
     case 'upstream429':
       metrics.upstream429.inc();
       return;
-    case 'quota':
-      metrics.budgetRemaining.set({ key: event.keyId }, event.quota.remaining);
+    case 'sentDuringPause':
+      metrics.sentDuringPause.inc();
       return;
-    case 'internalError':
+    case 'clamped':
+      metrics.clamped.inc({ header: event.header });
       return;
   }
 }

@@ -16,8 +16,8 @@ import {
 } from 'graphql';
 import type { OperationLimits, PetLookup, RateWindow } from '../config.js';
 import type { GatewayContext } from './context.js';
-import { GatewayError } from './errors.js';
-import { GET_PET_SUNSET, type LookupStats } from './loaders/pet-loader.js';
+import { budgetExceeded } from './errors.js';
+import { type LookupStats, planLookup } from './loaders/lookup-plan.js';
 
 /** graphql-armor's protections, with the configured limits; its messages name the limit exceeded. */
 export function armorProtection(limits: OperationLimits) {
@@ -61,15 +61,11 @@ export function upstreamEstimatePlugin(options: UpstreamEstimateOptions): Apollo
           for (const definition of document.definitions) {
             if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
           }
-          const estimate = estimateUpstreamRequests(operation, fragments, request.variables ?? {}, options);
-          if (estimate <= max) return;
-          throw new GatewayError(
-            'BAD_USER_INPUT',
-            `this operation would cost about ${estimate} upstream requests; one operation may spend at most ${max} ` +
-              `(${options.limits.maxBudgetShare * 100}% of the key's smallest rate-limit window): split it`,
-            { estimatedUpstreamRequests: estimate, maxUpstreamRequests: max },
-            400,
-          );
+          const estimate = estimateUpstreamRequests(operation, fragments, request.variables ?? {}, {
+            ...options,
+            maxRequests: max,
+          });
+          if (estimate > max) throw budgetExceeded(max, { estimated: estimate }, 400);
         },
       };
     },
@@ -78,14 +74,14 @@ export function upstreamEstimatePlugin(options: UpstreamEstimateOptions): Apollo
 
 /**
  * Upstream requests an operation will cost: one page per `pets` field (each alias runs on its
- * own), one per `createPet`, and for all pet lookups together (one batch per request) either one
- * request per id or the pages of a scan, as the lookup strategy would choose.
+ * own, and asks its page for as many pets as it needs), one per `createPet`, and for all pet
+ * lookups together (one batch per request) what `planLookup` says the loader will spend.
  */
 export function estimateUpstreamRequests(
   operation: OperationDefinitionNode,
   fragments: ReadonlyMap<string, FragmentDefinitionNode>,
   variables: Readonly<Record<string, unknown>>,
-  options: Pick<UpstreamEstimateOptions, 'petLookup' | 'lookupStats' | 'now'>,
+  options: Pick<UpstreamEstimateOptions, 'petLookup' | 'lookupStats' | 'now'> & { readonly maxRequests: number },
 ): number {
   let requests = 0;
   const lookupIds = new Set<string>();
@@ -114,11 +110,13 @@ export function estimateUpstreamRequests(
   };
   visit(operation.selectionSet, 0);
   if (lookupIds.size === 0) return requests;
-  const scan = options.lookupStats.fullScanPages ?? 1;
-  const legacyAllowed = options.now() < GET_PET_SUNSET;
-  if (options.petLookup === 'legacy' && legacyAllowed) return requests + lookupIds.size;
-  if (options.petLookup === 'auto' && legacyAllowed) return requests + Math.min(lookupIds.size, scan);
-  return requests + scan;
+  const plan = planLookup(lookupIds.size, {
+    strategy: options.petLookup,
+    stats: options.lookupStats,
+    now: options.now(),
+    maxRequests: options.maxRequests,
+  });
+  return requests + plan.cost;
 }
 
 function listLength(value: ValueNode, variables: Readonly<Record<string, unknown>>): number {

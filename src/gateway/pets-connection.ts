@@ -1,13 +1,15 @@
 /**
  * The `pets` connection over upstream pages. Pages are found only through `Link: rel="next"`, so a
  * cursor names an upstream page (path and query) and how many of its pets were already returned.
+ * A field asks each page for as many pets as it still needs, reads at most one page per pet it
+ * returns, and stops at a page it has read before, at an empty page, or at its operation's budget.
  */
 
 import type { GatewayContext } from './context.js';
-import { badUserInput } from './errors.js';
-import { decodeCursor } from './ids.js';
+import { badUserInput, upstreamUnavailable } from './errors.js';
 import type { PetConnectionModel, PetEdgeModel, PetModel } from './models.js';
 import { isPetsPageUrl } from './rest/link.js';
+import { canCharge } from './rest/operation.js';
 
 export interface PetsArguments {
   readonly first: number;
@@ -15,22 +17,27 @@ export interface PetsArguments {
   readonly status: string | undefined;
 }
 
-/** Upstream pages one `pets` field may read: an upstream that pages in smaller steps than `first` is followed, within reason. */
-const MAX_PAGES = 10;
+/** The spec's largest page size. */
+const MAX_PAGE_SIZE = 100;
 
 export async function fetchPetConnection(context: GatewayContext, args: PetsArguments): Promise<PetConnectionModel> {
   const { client } = context;
   let page = client.petsUrl({ limit: args.first, status: args.status });
   let offset = 0;
   if (args.after !== undefined) {
-    const position = decodeCursor(args.after, (path) => isPetsPageUrl(resolve(path, client.baseUrl), client.baseUrl));
+    const position = context.cursors.decode(args.after);
     if (position.status !== args.status) throw badUserInput('after belongs to a query with another status filter');
-    page = new URL(position.page, client.baseUrl);
+    page = resolve(position.page, client.baseUrl);
+    if (!isPetsPageUrl(page, client.baseUrl))
+      throw badUserInput('after is not a cursor this API gave for this API key');
     offset = position.offset;
   }
 
   const edges: PetEdgeModel[] = [];
-  for (let pages = 1; ; pages++) {
+  const read = new Set<string>();
+  for (;;) {
+    page = sized(page, offset + args.first - edges.length);
+    read.add(page.href);
     // context.client primes the request's pet loader with every page it lists.
     const { pets, next } = await client.listPets(context.key, page);
     const here = pathOf(page);
@@ -46,12 +53,40 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
       edges.push({ position, node: taken[i] as PetModel });
     }
     const restOfPage = offset + taken.length < pets.length;
-    if (edges.length === args.first || restOfPage || next === undefined || pages === MAX_PAGES) {
+    if (edges.length === args.first || restOfPage || next === undefined) {
       return { edges, hasNextPage: restOfPage || next !== undefined };
     }
+    // An upstream that pages in circles, or links on from a page with nothing left to give.
+    const looped = read.has(sized(next, args.first - edges.length).href);
+    if (looped || taken.length === 0) {
+      if (edges.length === 0) {
+        throw upstreamUnavailable(
+          `the Pet Store ${looped ? 'linked back to a page already read' : 'linked on from an empty page'}`,
+        );
+      }
+      return { edges, hasNextPage: !looped };
+    }
+    // Out of budget: what was read is a whole answer; the last cursor continues in another operation.
+    if (!canCharge(context.operation)) return { edges, hasNextPage: true };
     page = next;
     offset = 0;
+    // A page answered from the cache resolves at once: let the event loop breathe between pages.
+    await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/**
+ * `page` asking for `wanted` pets (at most the spec's 100). `limit` is the page-size parameter of
+ * `GET /pets`; a page whose link numbers pages (`page=`) keeps its size, since a new size would
+ * move its start.
+ */
+function sized(page: URL, wanted: number): URL {
+  if (page.searchParams.has('page') || !page.searchParams.has('limit')) return page;
+  const limit = String(Math.min(MAX_PAGE_SIZE, Math.max(1, wanted)));
+  if (page.searchParams.get('limit') === limit) return page;
+  const url = new URL(page);
+  url.searchParams.set('limit', limit);
+  return url;
 }
 
 function pathOf(url: URL): string {

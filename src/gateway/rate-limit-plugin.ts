@@ -4,6 +4,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import type { RateWindow } from '../config.js';
 import type { GatewayContext } from './context.js';
 import type { Quota } from './rest/budget.js';
+import { keyIdOf } from './rest/key-id.js';
 import type { Limiter } from './rest/limiter.js';
 
 /**
@@ -24,7 +25,7 @@ export function rateLimitExtension(
         async willSendResponse({ response, contextValue }) {
           // No context when the request was refused before one was built (no credential).
           if (response.body.kind !== 'single' || !contextValue?.key) return;
-          const known = limiter.quota(contextValue.key);
+          const known = limiter.quota(keyIdOf(contextValue.key));
           const quota = known === undefined || known.resetAt === 0 ? fromPlan() : known;
           if (quota === undefined) return;
           response.body.singleResult.extensions = {

@@ -20,11 +20,12 @@ import type { Config } from '../config.js';
 import { createContext, type GatewayContext } from './context.js';
 import { formatError } from './format-error.js';
 import { createHttpHandler } from './http.js';
-import type { LookupStats } from './loaders/pet-loader.js';
+import { createCursorCodec } from './ids.js';
+import type { LookupStats } from './loaders/lookup-plan.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, recordLimiterEvent, upstreamObserver } from './metrics.js';
 import { operationMetricsPlugin } from './metrics-plugin.js';
-import { armorProtection, upstreamEstimatePlugin } from './operation-limits.js';
+import { armorProtection, maxUpstreamRequests, upstreamEstimatePlugin } from './operation-limits.js';
 import { rateLimitExtension } from './rate-limit-plugin.js';
 import { resolvers } from './resolvers/index.js';
 import { MemoryBudgetStore } from './rest/budget.js';
@@ -32,6 +33,11 @@ import { RedisBudgetStore } from './rest/budget-redis.js';
 import { createRestClient } from './rest/client.js';
 import { createLimiter } from './rest/limiter.js';
 import { createResponseSharing } from './rest/sharing.js';
+import { createSlots } from './rest/slots.js';
+
+/** Sockets kept to the upstream, and the share of them one API key may hold. */
+const UPSTREAM_CONNECTIONS = 32;
+const CONNECTION_SHARE_PER_KEY = 0.25;
 
 /** The GraphQL contract (DESIGN.md section 2), read once at start. */
 export const typeDefs = parse(readFileSync(new URL('../../schema/petstore.graphql', import.meta.url), 'utf8'));
@@ -66,29 +72,49 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       })
     : new MemoryBudgetStore();
   if (store instanceof RedisBudgetStore) await store.ready();
+  // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
+  const cursorSecret =
+    config.cursorSecret ?? (store instanceof RedisBudgetStore ? await store.sharedSecret('cursor-secret') : undefined);
   const metrics = createMetrics();
   const limiter = createLimiter({
     windows: config.rateLimits,
-    maxWaitMs: config.maxWaitMs,
     store,
+    slots: createSlots({
+      perKey: Math.max(1, Math.floor(UPSTREAM_CONNECTIONS * CONNECTION_SHARE_PER_KEY)),
+      maxQueuedPerClient: 1_000,
+    }),
+    maxRetryAfterMs: config.maxRetryAfterMs,
     now,
     onEvent: (event) => {
-      if (event.type === 'internalError') logger.error({ err: event.error }, 'rate limiter failed');
+      if (event.type === 'clamped') {
+        logger.warn(
+          { header: event.header, maxSeconds: config.maxRetryAfterMs / 1000 },
+          'the Pet Store sent a rate-limit time beyond PETSTORE_MAX_RETRY_AFTER; clamped',
+        );
+      }
       recordLimiterEvent(metrics, event);
     },
   });
+  metrics.watchLimiter(limiter);
   const client = createRestClient({
     baseUrl: config.petstoreBaseUrl,
     timeoutMs: config.timeoutMs,
+    maxWaitMs: config.maxWaitMs,
+    connections: UPSTREAM_CONNECTIONS,
     logger,
-    limiter,
+    limiter: limiter.stage,
     observer: upstreamObserver(metrics),
-    sharing: createResponseSharing({
-      coalesce: config.coalesce,
-      ttlMs: config.cacheTtlMs,
-      onCoalesced: () => metrics.coalesced.inc(),
-      onCacheHit: () => metrics.cacheHits.inc(),
-    }),
+    now,
+    ...(config.coalesce || config.cacheTtlMs > 0
+      ? {
+          sharing: createResponseSharing({
+            coalesce: config.coalesce,
+            ttlMs: config.cacheTtlMs,
+            onCoalesced: () => metrics.coalesced.inc(),
+            onCacheHit: () => metrics.cacheHits.inc(),
+          }),
+        }
+      : {}),
   });
   const lookupStats: LookupStats = { fullScanPages: undefined };
 
@@ -131,17 +157,25 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const deps = {
     config,
     client,
+    cursors: createCursorCodec(cursorSecret),
     logger,
     lookupStats,
     now,
+    maxUpstreamRequests: maxUpstreamRequests(config.limits, config.rateLimits),
     onBatch: (size: number) => metrics.loaderBatchSize.observe(size),
   };
   httpServer.on(
     'request',
     createHttpHandler({
       apollo,
-      context: async (req: IncomingMessage, query: string | undefined, requestId: string) =>
-        createContext(deps, req.headers, query, requestId),
+      context: async (req: IncomingMessage, query: string | undefined, requestId: string, signal: AbortSignal) =>
+        createContext(deps, {
+          headers: req.headers,
+          query,
+          requestId,
+          signal,
+          clientId: req.socket.remoteAddress,
+        }),
       maxBodyBytes: config.limits.maxBodyBytes,
       onError: (error) => logger.error({ err: error }, 'request failed'),
       metrics: metrics.registry,

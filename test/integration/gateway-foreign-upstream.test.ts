@@ -1,9 +1,9 @@
 /**
  * The gateway in front of an upstream that is not our reference store but follows the spec its own
- * way: base path /api/v1, its own paging parameters reached only through relative Link URLs (query
- * style, path style and a relative path segment), ids above 2^53 written as raw JSON numbers, fields
- * the spec does not name, and a status the spec does not know. A Link to another origin is never
- * followed: the API key would go with it.
+ * way: base path /api/v1, its own paging parameters reached only through Link URLs (an absolute
+ * path, an absolute URL and a query-only relative reference), ids above 2^53 written as raw JSON
+ * numbers, fields the spec does not name, and a status the spec does not know. A Link to another
+ * origin, or to anything but <base>/pets itself, is never followed: the API key would go with it.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -77,14 +77,16 @@ interface ForeignOptions {
   readonly maxPage?: number;
   /** When set, page 1's rel="next" points at this origin instead of this upstream. */
   readonly foreignNext?: string;
+  /** Page 3 is linked path-style, below <base>/pets (`/api/v1/pets/page/3`), as some APIs do. */
+  readonly pathStyle?: boolean;
 }
 
 /**
  * A spec-following Pet Store with its own paging: the first page is GET <base>/pets?limit=L&status=S
  * (the spec's parameters); later pages are reached only through Link, as
  *   page 2: </api/v1/pets?page=2&size=L&state=S>            (absolute path, its own query names)
- *   page 3: </api/v1/pets/page/3?size=L&state=S>             (absolute path, path style)
- *   page n: <n?size=L&state=S>                               (a relative segment, from /api/v1/pets/page/n-1)
+ *   page 3: <http://host/api/v1/pets?page=3&size=L&state=S>  (absolute URL on the same origin)
+ *   page n: <?page=n&size=L&state=S>                         (query only, resolved against the page's URL)
  */
 function foreignStore(options: ForeignOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
@@ -132,8 +134,9 @@ function foreignStore(options: ForeignOptions = {}): (req: IncomingMessage, res:
       let target: string;
       if (options.foreignNext !== undefined) target = `${options.foreignNext}${BASE_PATH}/pets?page=${next}&${query}`;
       else if (next === 2) target = `${BASE_PATH}/pets?page=2&${query}`;
-      else if (next === 3) target = `${BASE_PATH}/pets/page/3?${query}`;
-      else target = `${next}?${query}`;
+      else if (next === 3 && options.pathStyle) target = `${BASE_PATH}/pets/page/3?${query}`;
+      else if (next === 3) target = `http://${req.headers.host}${BASE_PATH}/pets?page=3&${query}`;
+      else target = `?page=${next}&${query}`;
       headers.link = `<${BASE_PATH}/pets?limit=${size}>; rel="first", <${target}>; rel="next"`;
     }
     sendRaw(res, 200, `[${slice.map(petJson).join(',')}]`, headers);
@@ -182,7 +185,7 @@ describe('a foreign upstream with relative Link URLs, raw int64 numbers and extr
   });
 
   it.each([1, 2, 3, 5, 7, 8])(
-    'pages through every pet exactly once with first %i, following query-style, path-style and relative links',
+    'pages through every pet exactly once with first %i, following absolute-path, absolute-URL and query-only links',
     async (first) => {
       const result = await walk(gateway, first);
       expect(result.pets).toEqual(PETS.map(gqlPet));
@@ -198,8 +201,8 @@ describe('a foreign upstream with relative Link URLs, raw int64 numbers and extr
     expect(paths(upstream)).toEqual([
       `${BASE_PATH}/pets?limit=2`,
       `${BASE_PATH}/pets?page=2&size=2`,
-      `${BASE_PATH}/pets/page/3?size=2`,
-      `${BASE_PATH}/pets/page/4?size=2`,
+      `${BASE_PATH}/pets?page=3&size=2`,
+      `${BASE_PATH}/pets?page=4&size=2`,
     ]);
   });
 
@@ -299,8 +302,36 @@ describe('an upstream that pages in smaller steps than first', () => {
     expect(paths(upstream)).toEqual([
       `${BASE_PATH}/pets?limit=100`,
       `${BASE_PATH}/pets?page=2&size=3`,
-      `${BASE_PATH}/pets/page/3?size=3`,
+      `${BASE_PATH}/pets?page=3&size=3`,
     ]);
+  });
+});
+
+describe('a rel="next" Link below <base>/pets (path-style pages)', () => {
+  let upstream: Upstream;
+  let gateway: GatewayUnderTest;
+
+  beforeAll(async () => {
+    upstream = await startUpstream(foreignStore({ pathStyle: true, maxPage: 3 }));
+    gateway = await startGateway(`${upstream.origin}${BASE_PATH}`);
+  });
+  afterAll(async () => {
+    await gateway.close();
+    await upstream.close();
+  });
+
+  it('is not followed: only <base>/pets itself is a page of the list', async () => {
+    const response = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 100 } });
+    expect(response.body.errors).toBeUndefined();
+    expect(response.body.data?.pets.nodes).toEqual(PETS.slice(0, 6).map(gqlPet));
+    expect(response.body.data?.pets.pageInfo.hasNextPage).toBe(false);
+    expect(paths(upstream).filter((path) => path.startsWith(`${BASE_PATH}/pets/`))).toEqual([]);
+  });
+
+  it('leaves a scan unfinished: a pet beyond it is UPSTREAM_UNAVAILABLE, not null', async () => {
+    const response = await gateway.query('{ pet(id: "9223372036854775807") { id } }');
+    expect(errorCodes(response)).toEqual(['UPSTREAM_UNAVAILABLE']);
+    expect(paths(upstream).filter((path) => path.startsWith(`${BASE_PATH}/pets/`))).toEqual([]);
   });
 });
 
@@ -332,18 +363,20 @@ describe('a rel="next" Link to another origin', () => {
     expect(elsewhere.requests).toHaveLength(0);
   });
 
-  it('is not followed to fill a page either', async () => {
+  it('is not followed to fill a page either: the page it ends is read in full, and no further', async () => {
     const response = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 2 } });
     const cursor = response.body.data?.pets.pageInfo.endCursor as string;
     const next = await gateway.query<{ pets: Connection }>(PETS_CONNECTION, { variables: { first: 5, after: cursor } });
     expect(next.body.errors).toBeUndefined();
-    expect(next.body.data?.pets).toEqual({ edges: [], nodes: [], pageInfo: { hasNextPage: false, endCursor: null } });
+    // The page is asked again for the 7 pets needed and, capped at 3, gives the one after the cursor.
+    expect(next.body.data?.pets.nodes).toEqual(PETS.slice(2, 3).map(gqlPet));
+    expect(next.body.data?.pets.pageInfo.hasNextPage).toBe(false);
     expect(elsewhere.requests).toHaveLength(0);
   });
 
-  it('is not followed by a scan for a pet lookup: a pet beyond it is null', async () => {
+  it('is not followed by a scan for a pet lookup: a pet beyond it is UPSTREAM_UNAVAILABLE, not null', async () => {
     const response = await gateway.query('{ pet(id: "9223372036854775807") { id } }');
-    expect(response.body.data).toEqual({ pet: null });
+    expect(errorCodes(response)).toEqual(['UPSTREAM_UNAVAILABLE']);
     expect(elsewhere.requests).toHaveLength(0);
   });
 

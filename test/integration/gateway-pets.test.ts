@@ -6,6 +6,8 @@
  */
 
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createCursorCodec } from '../../src/gateway/ids.js';
+import { keyIdOf } from '../../src/gateway/rest/key-id.js';
 import type { Pet, PetStatus } from '../../src/petstore/store.js';
 import { errorCodes, type GqlResponse } from '../helpers/gql.js';
 import { callStore } from '../helpers/petstore-client.js';
@@ -97,10 +99,13 @@ function expectData(response: GqlResponse<unknown>, data: unknown): void {
   expect(response.body.data).toEqual(data);
 }
 
-/** A cursor as a client could forge it (cursors are base64url JSON, not signed). */
+/** A cursor as a client could forge it: base64url JSON (the gateway's are sealed, so these never pass). */
 function forgeCursor(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
+
+/** The stack's cursor secret, so a test can seal a cursor as the gateway would (as if the secret leaked). */
+const CURSOR_SECRET = 'gateway-pets test cursor secret';
 
 interface Walk {
   ids: string[];
@@ -123,7 +128,7 @@ describe('the pets connection and pet lookups against the reference store', () =
   let stack: Stack;
 
   beforeAll(async () => {
-    stack = await startStack({ store: { seed: SEED } });
+    stack = await startStack({ store: { seed: SEED }, env: { CURSOR_SECRET } });
   });
   afterAll(() => stack.close());
   beforeEach(() => {
@@ -417,16 +422,18 @@ describe('the pets connection and pet lookups against the reference store', () =
 
     // No client input that the gateway lets through is refused by the reference store: the gateway checks
     // first (1..100), status (an enum), ids (int64), names (1..200 characters) and categoryId (positive int64)
-    // exactly as the store does. Only a cursor forged by hand reaches an upstream 400.
-    it('answers an upstream 400 with BAD_USER_INPUT carrying the REST Error body (a forged cursor)', async () => {
-      const after = forgeCursor({ p: '/v1/pets?limit=1000', o: 0 });
+    // exactly as the store does, and seals its cursors. Only a cursor sealed with the secret reaches an upstream 400.
+    it('answers an upstream 400 with BAD_USER_INPUT carrying the REST Error body (a cursor sealed with the secret)', async () => {
+      const after = createCursorCodec(CURSOR_SECRET)
+        .forKey(keyIdOf(TEST_KEY))
+        .encode({ page: '/v1/pets?limit=2&status=lost', offset: 0, status: undefined });
       const response = await stack.query(PETS, { variables: { first: 2, after } });
       expect(response.status).toBe(200);
       expect(response.body.data).toBeNull();
       const error = onlyError(response, 'BAD_USER_INPUT');
       expect(error.extensions?.upstream).toEqual({
         code: 'invalid_request',
-        message: 'limit must be an integer from 1 to 100',
+        message: 'status must be one of available, pending, sold',
         status: 400,
       });
       expect(stack.requests).toEqual([expect.objectContaining({ operation: 'listPets', status: 400 })]);

@@ -117,7 +117,7 @@ describe('the upstream-cost estimate', () => {
   it('refuses one estimated above it, saying why, with no upstream request', async () => {
     const response = await gql(stack.gateway.url, lists(16));
     expect(response.status).toBe(400);
-    expect(errorCodes(response)).toEqual(['BAD_USER_INPUT']);
+    expect(errorCodes(response)).toEqual(['UPSTREAM_BUDGET_EXCEEDED']);
     expect(response.body.errors?.[0]?.message).toMatch(
       /about 16 upstream requests; one operation may spend at most 15/,
     );

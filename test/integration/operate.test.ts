@@ -5,7 +5,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/gateway/logger.js';
-import { keyIdOf } from '../../src/gateway/rest/limiter.js';
+import { keyIdOf } from '../../src/gateway/rest/key-id.js';
 import { errorCodes } from '../helpers/gql.js';
 import { type Stack, type StackOptions, startStack, TEST_KEY } from '../helpers/start-stack.js';
 
@@ -72,12 +72,16 @@ describe('/metrics', () => {
     expect(text).not.toContain(TEST_KEY);
   });
 
-  it('reports the budget per key digest, never the key', async () => {
+  it('reports budget aggregates, never a key or its digest', async () => {
     const target = await start({ env: { PETSTORE_RATE_LIMITS: '60/1m' } });
     await target.query(PETS);
     const text = await scrape(target);
-    expect(sample(text, `petstore_budget_remaining{key="${keyIdOf(TEST_KEY)}"}`)).toBeGreaterThan(0);
+    expect(sample(text, 'petstore_budget_keys')).toBe(1);
+    expect(sample(text, 'petstore_budget_keys_paused')).toBe(0);
+    expect(sample(text, 'petstore_budget_lowest_remaining')).toBeGreaterThan(0);
     expect(text).not.toContain(TEST_KEY);
+    expect(text).not.toContain(keyIdOf(TEST_KEY));
+    expect(sample(text, 'petstore_sends_during_pause_total')).toBe(0);
   });
 });
 

@@ -39,6 +39,8 @@ describe('parseConfig defaults', () => {
       cacheTtlMs: 0,
       coalesce: true,
       petLookup: 'auto',
+      maxRetryAfterMs: 3_600_000,
+      cursorSecret: undefined,
       redisUrl: undefined,
       production: false,
       development: false,
@@ -306,6 +308,22 @@ describe('PET_LOOKUP', () => {
   it.each(['scan', 'get', 'LIST'])('refuses %j naming PET_LOOKUP and the accepted values', (value) => {
     expectRefused({ PET_LOOKUP: value }, 'PET_LOOKUP');
     expect(configError({ PET_LOOKUP: value }).message).toMatch(/auto.*list.*legacy/);
+  });
+});
+
+describe('PETSTORE_MAX_RETRY_AFTER and CURSOR_SECRET', () => {
+  it('takes a duration for the clamp on upstream waits', () => {
+    expect(parseConfig({ PETSTORE_MAX_RETRY_AFTER: '10m' }).maxRetryAfterMs).toBe(600_000);
+  });
+
+  it.each(['0s', '500ms', '2d', 'never'])('refuses a clamp of %j naming PETSTORE_MAX_RETRY_AFTER', (value) => {
+    expectRefused({ PETSTORE_MAX_RETRY_AFTER: value }, 'PETSTORE_MAX_RETRY_AFTER');
+  });
+
+  it('takes a cursor secret of 16 characters or more, and refuses a shorter one without repeating it', () => {
+    expect(parseConfig({ CURSOR_SECRET: 'sixteen-chars-ok' }).cursorSecret).toBe('sixteen-chars-ok');
+    expectRefused({ CURSOR_SECRET: 'too-short' }, 'CURSOR_SECRET');
+    expect(configError({ CURSOR_SECRET: 'too-short' }).message).not.toContain('too-short');
   });
 });
 

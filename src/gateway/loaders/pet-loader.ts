@@ -1,28 +1,30 @@
 /**
- * Pet lookups by id (DESIGN.md section 5): one DataLoader per request and API key, primed by every
- * list response, whose batch either scans `GET /pets` pages (`list`) or calls the deprecated
- * `GET /pets/{petId}` per id (`legacy`), or picks the cheaper per batch (`auto`).
+ * Pet lookups by id: one DataLoader per request and API key, primed by every list response, whose
+ * batch either scans `GET /pets` pages or calls the deprecated `GET /pets/{petId}` per id, as
+ * `planLookup` decides. A scan ends: at the last page, at a page it has read before, at an empty
+ * page that links on, at a link it will not follow, at the operation's budget, or when the client
+ * leaves; an id it did not reach is an error that says why, never `null` (which would claim the pet
+ * does not exist).
  */
 
 import DataLoader from 'dataloader';
 import type { PetLookup } from '../../config.js';
+import { budgetExceeded, upstreamUnavailable } from '../errors.js';
 import type { PetModel } from '../models.js';
 import type { PetPage, RestClient } from '../rest/client.js';
+import { canCharge, type Operation } from '../rest/operation.js';
+import { type LookupStats, planLookup } from './lookup-plan.js';
 
-/** The deprecated endpoint's removal date (spec, Versioning): never called on or after it. */
-export const GET_PET_SUNSET = Date.UTC(2030, 11, 5);
+export { GET_PET_SUNSET, type LookupStats } from './lookup-plan.js';
 
 /** Page size of a scan: the largest the spec allows, so a scan costs as few requests as possible. */
 export const SCAN_PAGE_SIZE = 100;
 
-/** What `auto` learns across requests: how many pages the last scan to the end took. */
-export interface LookupStats {
-  fullScanPages: number | undefined;
-}
-
 export interface PetLoaderOptions {
+  /** The client bound to this request's operation. */
   readonly client: RestClient;
   readonly key: string;
+  readonly operation: Operation;
   readonly strategy: PetLookup;
   readonly stats: LookupStats;
   readonly now: () => number;
@@ -44,7 +46,7 @@ export interface PetLookups {
 }
 
 export function createPetLookups(options: PetLoaderOptions): PetLookups {
-  const { key, stats } = options;
+  const { key, stats, operation } = options;
   // Every pet this request has had from the upstream; a batch answers these without asking again.
   const seen = new Map<string, PetModel>();
   const inFlight = new Set<Promise<PetPage>>();
@@ -69,33 +71,45 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
     },
   };
 
-  async function scan(ids: readonly string[]): Promise<void> {
+  /** Scans for `ids`; returns why it stopped short of the end, or undefined when it did not. */
+  async function scan(ids: readonly string[]): Promise<Error | undefined> {
     const wanted = new Set(ids);
-    let page: URL | undefined;
+    const read = new Set<string>();
+    let page: URL | undefined = client.petsUrl({ limit: SCAN_PAGE_SIZE });
     let pages = 0;
-    do {
-      const result = await client.listPets(key, page ?? client.petsUrl({ limit: SCAN_PAGE_SIZE }));
+    while (page !== undefined && wanted.size > 0) {
+      if (read.has(page.href)) return upstreamUnavailable('the Pet Store linked back to a page already read');
+      if (!canCharge(operation)) return budgetExceeded(operation.maxRequests, { spent: operation.charged });
+      read.add(page.href);
+      const result = await client.listPets(key, page);
       pages++;
       for (const pet of result.pets) wanted.delete(pet.id);
+      if (result.pets.length === 0 && result.next !== undefined) {
+        return upstreamUnavailable('the Pet Store linked on from an empty page');
+      }
+      if (result.nextRefused && wanted.size > 0) {
+        return upstreamUnavailable('the Pet Store linked its next page outside <base>/pets; the scan cannot go on');
+      }
       page = result.next;
-    } while (page !== undefined && wanted.size > 0);
+      // A page answered from the cache resolves at once: let the event loop breathe between pages.
+      if (page !== undefined) await new Promise((resolve) => setImmediate(resolve));
+    }
     if (page === undefined) {
       scannedToEnd = true;
       stats.fullScanPages = pages;
     }
+    return undefined;
   }
 
-  async function fetchEach(ids: readonly string[]): Promise<void> {
-    const pets = await Promise.all(ids.map((id) => options.client.getPet(key, id)));
-    for (const pet of pets) if (pet !== null) seen.set(pet.id, pet);
-  }
-
-  function useLegacy(ids: readonly string[]): boolean {
-    if (options.now() >= GET_PET_SUNSET) return false;
-    if (options.strategy === 'legacy') return true;
-    if (options.strategy === 'list') return false;
-    // auto: one request per id, against the pages of the last full scan (one when none is known yet).
-    return ids.length < (stats.fullScanPages ?? 1);
+  /** Looks each id up on its own; returns the failure of each id that could not be looked up. */
+  async function fetchEach(ids: readonly string[]): Promise<Map<string, Error>> {
+    const failures = new Map<string, Error>();
+    const results = await Promise.allSettled(ids.map((id) => options.client.getPet(key, id)));
+    results.forEach((result, i) => {
+      if (result.status === 'rejected') failures.set(ids[i] as string, result.reason as Error);
+      else if (result.value !== null) seen.set(result.value.id, result.value);
+    });
+    return failures;
   }
 
   const loader: PetLoader = new DataLoader(
@@ -104,9 +118,24 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
       // Sibling fields resolve concurrently: a list page of this request still in flight may carry these pets.
       while (inFlight.size > 0) await Promise.allSettled(inFlight);
       const missing = scannedToEnd ? [] : ids.filter((id) => !seen.has(id));
-      // A failure rejects the whole batch, and DataLoader then forgets these ids: a later load asks again.
-      if (missing.length > 0) await (useLegacy(missing) ? fetchEach(missing) : scan(missing));
-      return ids.map((id) => seen.get(id) ?? null);
+      let failures = new Map<string, Error>();
+      if (missing.length > 0) {
+        const plan = planLookup(missing.length, {
+          strategy: options.strategy,
+          stats,
+          now: options.now(),
+          maxRequests: operation.maxRequests,
+        });
+        if (plan.strategy === 'legacy') failures = await fetchEach(missing);
+        else {
+          // A failed page fails the whole batch; DataLoader then forgets these ids, so a later load asks again.
+          const stopped = await scan(missing);
+          if (stopped !== undefined) failures = new Map(missing.map((id) => [id, stopped]));
+        }
+      }
+      // DataLoader would cache a failed id's error for the rest of the request; a later load asks again.
+      for (const id of failures.keys()) loader.clear(id);
+      return ids.map((id) => seen.get(id) ?? failures.get(id) ?? null);
     },
     { maxBatchSize: options.maxBatchSize ?? 1_000 },
   );

@@ -1,10 +1,9 @@
 import type { PetConnectionResolvers } from '../__generated__/resolvers-types.js';
-import { encodeCursor } from '../ids.js';
 
 export const PetConnection: PetConnectionResolvers = {
   nodes: (connection) => connection.edges.map((edge) => edge.node),
-  pageInfo: (connection) => {
+  pageInfo: (connection, _args, context) => {
     const last = connection.edges.at(-1);
-    return { hasNextPage: connection.hasNextPage, endCursor: last ? encodeCursor(last.position) : null };
+    return { hasNextPage: connection.hasNextPage, endCursor: last ? context.cursors.encode(last.position) : null };
   },
 };

@@ -1,7 +1,6 @@
 import type { PetEdgeResolvers } from '../__generated__/resolvers-types.js';
-import { encodeCursor } from '../ids.js';
 
 export const PetEdge: PetEdgeResolvers = {
-  // Encoded on demand: most clients ask for nodes, not for every edge's cursor.
-  cursor: (edge) => encodeCursor(edge.position),
+  // Sealed on demand: most clients ask for nodes, not for every edge's cursor.
+  cursor: (edge, _args, context) => context.cursors.encode(edge.position),
 };

@@ -6,7 +6,7 @@
  * N being the replicas it last saw, and it rejoins as soon as Redis answers again.
  */
 
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { RateWindow } from '../../config.js';
 import type { Logger } from '../logger.js';
@@ -14,21 +14,23 @@ import {
   type BudgetStore,
   MemoryBudgetStore,
   type Observation,
+  ONE_AT_A_TIME_BELOW,
   PROBE_MS,
   type Quota,
   type Reservation,
 } from './budget.js';
 
 // KEYS: state hash, in-flight zset, then one log per window. ARGV: now, deadline, probe ms,
-// in-flight ttl ms, then count and window ms per window.
+// in-flight ttl ms, one-at-a-time threshold, then count and window ms per window.
 const RESERVE = `
 local now, deadline, probe, flight = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local st = redis.call('HMGET', KEYS[1], 'pause', 'seq', 'gbase', 'grem', 'greset')
+local low = tonumber(ARGV[5])
+local st = redis.call('HMGET', KEYS[1], 'pause', 'seq', 'gbase', 'grem', 'greset', 'gfrom')
 local at = math.max(now, tonumber(st[1] or '0'))
 local seq = tonumber(st[2] or '0')
 local ttl = probe
 for i = 3, #KEYS do
-  local count, w = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
+  local count, w = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
   ttl = math.max(ttl, w)
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - w)
   local len = redis.call('ZCARD', KEYS[i])
@@ -44,16 +46,23 @@ end
 -- With throttling off (no windows) only a 429's pause applies.
 if #KEYS > 2 then
   local gbase, grem, greset = tonumber(st[3] or ''), tonumber(st[4] or ''), tonumber(st[5] or '0')
+  local gfrom = tonumber(st[6] or '-1')
   -- Unknown upstream state (cold start, flushed, after a pause, past the last Reset): one probe first.
   if gbase == nil or greset <= at then
-    gbase, grem, greset = seq, 1, at + probe
+    gbase, grem, greset, gfrom = seq, 1, at + probe, -1
     if at <= deadline then
       redis.call('HSET', KEYS[1], 'gbase', gbase, 'gfrom', -1, 'grem', 1, 'greset', greset, 'glimit', 0)
     end
   end
-  if seq - gbase >= grem then return {0, greset} end
+  local left = grem - (seq - gbase)
+  if left <= 0 then return {0, greset, gfrom == -1 and 1 or 0} end
+  -- The last few of a window go one at a time (see ONE_AT_A_TIME_BELOW).
+  if left <= low then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+    if redis.call('ZCARD', KEYS[2]) > 0 then return {0, now + probe, 1} end
+  end
 end
-if at > deadline then return {0, at} end
+if at > deadline then return {0, at, 0} end
 seq = seq + 1
 redis.call('HSET', KEYS[1], 'seq', seq)
 redis.call('PEXPIRE', KEYS[1], ttl + at - now)
@@ -61,12 +70,12 @@ redis.call('ZADD', KEYS[2], at + flight, seq)
 redis.call('PEXPIRE', KEYS[2], at - now + flight)
 for i = 3, #KEYS do
   redis.call('ZADD', KEYS[i], at, seq)
-  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i]) + at - now)
+  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]) + at - now)
 end
 return {1, at, seq}
 `;
 
-// KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no headers), now.
+// KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no usable headers), now.
 const OBSERVE = `
 local seq, limit, remaining, reset, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 redis.call('ZREM', KEYS[2], seq)
@@ -77,12 +86,16 @@ local cur = tonumber(st[1] or '0')
 local gbase, gfrom, greset = tonumber(st[2] or ''), tonumber(st[3] or '-1'), tonumber(st[4] or '0')
 -- Answers to requests planned before the last 429 (or before a flush) describe a past since overtaken.
 local fresh = seq > tonumber(st[7] or '-1') and seq <= cur
-if fresh and (gbase == nil or seq > gfrom or greset <= now) then
-  if reset == 0 then
-    limit, remaining, reset = 0, 9007199254740991, now + 60000
-  else
-    remaining = math.max(0, remaining - inflight)
+if reset == 0 then
+  -- No usable headers: what was known stands; a probe's gate gives way to the next probe.
+  if gbase ~= nil and gfrom == -1 and seq == gbase + 1 then
+    redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
+    return {0, 0, 0}
   end
+  if gbase == nil then return {0, 0, 0} end
+  remaining, limit = tonumber(st[5]), tonumber(st[6])
+elseif fresh and (gbase == nil or seq > gfrom or greset <= now) then
+  remaining = math.max(0, remaining - inflight)
   redis.call('HSET', KEYS[1], 'gbase', cur, 'gfrom', seq, 'grem', remaining, 'greset', reset, 'glimit', limit)
   gbase, greset = cur, reset
 elseif gbase == nil then
@@ -95,13 +108,27 @@ if greset <= now then return {limit, limit, greset} end
 return {limit, math.max(0, remaining - (cur - gbase)), greset}
 `;
 
-// KEYS: state hash. ARGV: until, now.
+// KEYS: state hash, in-flight zset. ARGV: seq.
+const RELEASE = `
+local seq = tonumber(ARGV[1])
+redis.call('ZREM', KEYS[2], seq)
+local st = redis.call('HMGET', KEYS[1], 'gbase', 'gfrom')
+-- A probe that got no answer lets the next request probe at once.
+if tonumber(st[2] or '0') == -1 and tonumber(st[1] or '-2') + 1 == seq then
+  redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
+end
+return 1
+`;
+
+// KEYS: state hash. ARGV: until, now, seq of the request the 429 answered.
 const PAUSE = `
 local p = tonumber(redis.call('HGET', KEYS[1], 'pause') or '0')
 if tonumber(ARGV[1]) > p then redis.call('HSET', KEYS[1], 'pause', ARGV[1]) end
+redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[1]) - tonumber(ARGV[2]) + 60000))
+-- A 429 to a request planned before the pause in force only lengthens it.
+if tonumber(ARGV[3]) <= tonumber(redis.call('HGET', KEYS[1], 'pseq') or '-1') then return 0 end
 redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
 redis.call('HSET', KEYS[1], 'pseq', tonumber(redis.call('HGET', KEYS[1], 'seq') or '0'))
-redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[1]) - tonumber(ARGV[2]) + 60000))
 return 1
 `;
 
@@ -109,6 +136,7 @@ interface BudgetCommands {
   petstoreReserve(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   petstoreObserve(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   petstorePause(numKeys: number, ...args: (string | number)[]): Promise<number>;
+  petstoreRelease(numKeys: number, ...args: (string | number)[]): Promise<number>;
 }
 
 export interface RedisBudgetOptions {
@@ -152,6 +180,7 @@ export class RedisBudgetStore implements BudgetStore {
     this.#redis.defineCommand('petstoreReserve', { lua: RESERVE });
     this.#redis.defineCommand('petstoreObserve', { lua: OBSERVE });
     this.#redis.defineCommand('petstorePause', { lua: PAUSE });
+    this.#redis.defineCommand('petstoreRelease', { lua: RELEASE });
     this.#redis.on('error', () => {}); // reported once per outage by #degrade
     this.#redis.on('ready', () => {
       if (this.#fallback === undefined) return;
@@ -171,9 +200,10 @@ export class RedisBudgetStore implements BudgetStore {
           ...windows.map((w) => this.#key(keyId, `w${w.windowMs}`)),
         ];
         const counts = windows.flatMap((w) => [w.count, w.windowMs]);
-        const args = [now, Math.round(deadline), PROBE_MS, this.#inflightMs, ...counts];
-        const [ok, at, seq] = await this.#redis.petstoreReserve(keys.length, ...keys, ...args);
-        return ok === 1 ? { ok: true, at: at as number, seq: seq as number } : { ok: false, retryAt: at as number };
+        const args = [now, Math.round(deadline), PROBE_MS, this.#inflightMs, ONE_AT_A_TIME_BELOW, ...counts];
+        const [ok, at, third] = await this.#redis.petstoreReserve(keys.length, ...keys, ...args);
+        if (ok === 1) return { ok: true, at: at as number, seq: third as number };
+        return third === 1 ? { ok: false, retryAt: at as number, probing: true } : { ok: false, retryAt: at as number };
       },
       (fallback) => fallback.reserve(keyId, windows, now, deadline),
     );
@@ -194,18 +224,18 @@ export class RedisBudgetStore implements BudgetStore {
   release(keyId: string, seq: number): Promise<void> {
     return this.#run(
       async () => {
-        await this.#redis.zrem(this.#key(keyId, 'inflight'), seq);
+        await this.#redis.petstoreRelease(2, this.#key(keyId, 'state'), this.#key(keyId, 'inflight'), seq);
       },
       (fallback) => fallback.release(keyId, seq),
     );
   }
 
-  pause(keyId: string, until: number): Promise<void> {
+  pause(keyId: string, until: number, seq: number): Promise<void> {
     return this.#run(
       async () => {
-        await this.#redis.petstorePause(1, this.#key(keyId, 'state'), Math.round(until), Date.now());
+        await this.#redis.petstorePause(1, this.#key(keyId, 'state'), Math.round(until), Date.now(), seq);
       },
-      (fallback) => fallback.pause(keyId, until),
+      (fallback) => fallback.pause(keyId, until, seq),
     );
   }
 
@@ -214,6 +244,21 @@ export class RedisBudgetStore implements BudgetStore {
       async () => Number((await this.#redis.hget(this.#key(keyId, 'state'), 'pause')) ?? 0),
       (fallback) => fallback.pausedUntil(keyId),
     );
+  }
+
+  /**
+   * A secret every replica agrees on (the first to ask makes it), or undefined while Redis is
+   * unreachable: the caller then makes one of its own.
+   */
+  async sharedSecret(name: string): Promise<string | undefined> {
+    if (this.#redis.status !== 'ready') return undefined;
+    const key = `${this.#prefix}:${name}`;
+    try {
+      await this.#redis.set(key, randomBytes(32).toString('hex'), 'NX');
+      return (await this.#redis.get(key)) ?? undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /**

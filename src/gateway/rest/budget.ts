@@ -18,11 +18,20 @@ import type { RateWindow } from '../../config.js';
  */
 export type Reservation =
   | { readonly ok: true; readonly at: number; readonly seq: number }
-  | { readonly ok: false; readonly retryAt: number };
+  | {
+      readonly ok: false;
+      readonly retryAt: number;
+      /**
+       * Blocked only until an answer in flight arrives (a probe's, or that of the one request let go at
+       * a time near the end of a window): past the deadline, the upstream's silence, not a spent budget.
+       */
+      readonly probing?: true;
+    };
 
 /**
- * What the upstream said in answer to the request with sequence number `seq`. Without rate-limit
- * headers, `resetAt` is 0: the answer only ends a probe.
+ * What the upstream said in answer to the request with sequence number `seq`. Without usable
+ * rate-limit headers, `resetAt` is 0: the answer keeps what was known, and ends a probe without
+ * opening the gate (the next request is another probe).
  */
 export interface Observation {
   readonly seq: number;
@@ -44,16 +53,30 @@ export interface BudgetStore {
   reserve(keyId: string, windows: readonly RateWindow[], now: number, deadline: number): Promise<Reservation>;
   /** Records the upstream's headers for a sent reservation; returns the key's quota as now known. */
   observe(keyId: string, observation: Observation, now: number): Promise<Quota>;
-  /** Ends a reservation that got no answer (a network failure): it is no longer in flight. */
+  /**
+   * Ends a reservation that got no answer (a network failure, or never sent): it is no longer in
+   * flight, and a probe that got no answer lets the next request probe at once.
+   */
   release(keyId: string, seq: number): Promise<void>;
-  /** Stops every send of `keyId` until `until` (a 429's Retry-After). */
-  pause(keyId: string, until: number): Promise<void>;
+  /**
+   * Stops every send of `keyId` until `until` (a 429's Retry-After). `seq` is the request the 429
+   * answered: one planned before the pause in force only lengthens it, and leaves the probe that
+   * follows that pause alone.
+   */
+  pause(keyId: string, until: number, seq: number): Promise<void>;
   pausedUntil(keyId: string): Promise<number>;
   close(): Promise<void>;
 }
 
 /** How long a probe's answer is awaited before the next request may go without it. */
 export const PROBE_MS = 5_000;
+
+/**
+ * With this many requests or fewer left in the upstream's window, they go one at a time: another
+ * client of the key (one we cannot see) may be spending the same window, and requests already in
+ * flight when it runs out would all meet 429s that count towards a ban.
+ */
+export const ONE_AT_A_TIME_BELOW = 5;
 
 interface Gate {
   /** Requests that may be planned after `base` before `resetAt`. */
@@ -104,7 +127,14 @@ export class MemoryBudgetStore implements BudgetStore {
     if (windows.length > 0) {
       // Unknown upstream state (cold start, after a pause, past the last Reset): one probe, then its answer decides.
       if (gate === undefined || gate.resetAt <= at) gate = probeGate(budget.seq, at);
-      if (budget.seq - gate.base >= gate.remaining) return { ok: false, retryAt: gate.resetAt };
+      const left = gate.remaining - (budget.seq - gate.base);
+      if (left <= 0) {
+        const probing = gate.from === -1;
+        return probing ? { ok: false, retryAt: gate.resetAt, probing } : { ok: false, retryAt: gate.resetAt };
+      }
+      if (left <= ONE_AT_A_TIME_BELOW && budget.inflight.size > 0) {
+        return { ok: false, retryAt: now + PROBE_MS, probing: true };
+      }
     }
     if (at > deadline) return { ok: false, retryAt: at };
     budget.gate = gate;
@@ -119,19 +149,29 @@ export class MemoryBudgetStore implements BudgetStore {
     budget.inflight.delete(observation.seq);
     // Answers to requests planned before the last 429 describe a past the pause has overtaken.
     const fresh = observation.seq > budget.pauseSeq;
-    if (fresh && (budget.gate === undefined || observation.seq > budget.gate.from || budget.gate.resetAt <= now)) {
-      budget.gate = gateOf(observation, budget.seq, budget.inflight.size, now);
+    if (observation.resetAt === 0) {
+      // No usable headers: what was known stands; a probe's gate gives way to the next probe.
+      if (isProbeOf(budget.gate, observation.seq)) budget.gate = undefined;
+    } else if (
+      fresh &&
+      (budget.gate === undefined || observation.seq > budget.gate.from || budget.gate.resetAt <= now)
+    ) {
+      budget.gate = gateOf(observation, budget.seq, budget.inflight.size);
     }
     return budget.gate === undefined ? { limit: 0, remaining: 0, resetAt: 0 } : quotaOf(budget.gate, budget.seq, now);
   }
 
   async release(keyId: string, seq: number): Promise<void> {
-    this.#keys.get(keyId)?.inflight.delete(seq);
+    const budget = this.#keys.get(keyId);
+    if (budget === undefined) return;
+    budget.inflight.delete(seq);
+    if (isProbeOf(budget.gate, seq)) budget.gate = undefined;
   }
 
-  async pause(keyId: string, until: number): Promise<void> {
+  async pause(keyId: string, until: number, seq: number): Promise<void> {
     const budget = this.#budget(keyId, Date.now());
     budget.pausedUntil = Math.max(budget.pausedUntil, until);
+    if (seq <= budget.pauseSeq) return;
     budget.gate = undefined;
     budget.pauseSeq = budget.seq;
   }
@@ -188,14 +228,16 @@ function probeGate(seq: number, at: number): Gate {
   return { remaining: 1, resetAt: at + PROBE_MS, base: seq, from: -1, limit: 0 };
 }
 
+/** Whether `gate` is a probe's gate and `seq` that probe (the one reservation it allows). */
+function isProbeOf(gate: Gate | undefined, seq: number): boolean {
+  return gate !== undefined && gate.from === -1 && seq === gate.base + 1;
+}
+
 /**
  * The gate an answer sets: its Remaining less the other requests still in flight, which it may not
- * count yet, from the latest reservation on. Without headers there is nothing to gate on for a minute.
+ * count yet, from the latest reservation on.
  */
-function gateOf(observation: Observation, seq: number, inflight: number, now: number): Gate {
-  if (observation.resetAt === 0) {
-    return { remaining: Number.MAX_SAFE_INTEGER, resetAt: now + 60_000, base: seq, from: observation.seq, limit: 0 };
-  }
+function gateOf(observation: Observation, seq: number, inflight: number): Gate {
   const remaining = Math.max(0, observation.remaining - inflight);
   return { remaining, resetAt: observation.resetAt, base: seq, from: observation.seq, limit: observation.limit };
 }

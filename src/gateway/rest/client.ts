@@ -1,30 +1,35 @@
 /**
- * The REST client: the only user of undici. One keep-alive Pool for the upstream's origin; every
- * request goes through the per-key limiter; bodies are read with a size cap and parsed int64-exact;
- * upstream failures become the error codes of DESIGN.md section 3.
+ * The REST client: the only user of undici. Its requests run through the stages of pipeline.ts
+ * (sharing, resend on reset, the operation's budget, the limiter, a timed attempt on one keep-alive
+ * Pool); this module speaks the REST interface on top: URLs, bodies parsed int64-exact, Link
+ * headers, and upstream failures turned into the gateway's error codes.
  */
 
 import { GraphQLError } from 'graphql';
-import { type Dispatcher, Pool } from 'undici';
+import { Pool } from 'undici';
 import { fromUpstreamStatus, type UpstreamErrorBody, upstreamUnavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PetModel } from '../models.js';
+import { BodyTooLargeError, createAttempt, type UpstreamObserver } from './attempt.js';
 import { parseJson, toErrorBody, toPet, toPets } from './json.js';
-import { type Limiter, passThroughLimiter } from './limiter.js';
+import { keyIdOf } from './key-id.js';
 import { isPetsPageUrl, nextLink } from './link.js';
+import { createOperation, type Operation, operationBudget } from './operation.js';
+import { pipeline, type Route, type Send, type Stage, type UpstreamCall } from './pipeline.js';
+import { resendOnReset } from './resend.js';
+import { headerOf, type UpstreamResponse } from './response.js';
 import { parseRetryAfter } from './retry-after.js';
+import { scrubSecret } from './scrub.js';
 import type { ResponseSharing } from './sharing.js';
 
-export interface UpstreamResponse {
-  readonly status: number;
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  readonly body: string;
-}
+export type { UpstreamObserver } from './attempt.js';
 
 export interface PetPage {
   readonly pets: PetModel[];
-  /** The next page, when the upstream linked one on our origin. */
+  /** The next page, when the upstream linked one at `<base>/pets` on our origin. */
   readonly next: URL | undefined;
+  /** The upstream linked a next page that is not followed (another origin, another path). */
+  readonly nextRefused?: true;
 }
 
 export interface NewPetBody {
@@ -34,7 +39,7 @@ export interface NewPetBody {
 }
 
 export interface RestClient {
-  /** The base URL (ending in /v1) every request is made under. */
+  /** The base URL (ending in /v1/) every request is made under. */
   readonly baseUrl: URL;
   /** The URL of the first page of `GET /pets` for a page size and status filter. */
   petsUrl(query: { limit: number; status?: string | undefined }): URL;
@@ -43,30 +48,19 @@ export interface RestClient {
   createPet(key: string, pet: NewPetBody): Promise<PetModel>;
   /** The deprecated `GET /pets/{petId}`; null for a 404. */
   getPet(key: string, id: string): Promise<PetModel | null>;
-  /** This client for one GraphQL request: its id goes upstream as X-Request-Id, its logger gets the lines. */
-  forRequest(scope: RequestScope): RestClient;
+  /** This client for one GraphQL operation: its budget, deadlines, client and request id apply. */
+  forOperation(operation: Operation): RestClient;
   close(): Promise<void>;
-}
-
-export interface RequestScope {
-  readonly requestId: string;
-  readonly logger: Logger;
-}
-
-export type Route = 'listPets' | 'createPet' | 'getPet';
-
-/** Told of every upstream answer, for Prometheus metrics. */
-export interface UpstreamObserver {
-  response(route: Route, status: number, seconds: number): void;
-  failure(route: Route, seconds: number): void;
-  deprecated(endpoint: string): void;
 }
 
 export interface RestClientOptions {
   readonly baseUrl: string;
   readonly timeoutMs: number;
+  /** Longest wait for budget of a request made outside an operation (default: the timeout). */
+  readonly maxWaitMs?: number;
   readonly logger: Logger;
-  readonly limiter?: Limiter;
+  /** The limiter's stage; none: each request is sent at once, and a 429 reaches the caller. */
+  readonly limiter?: Stage;
   /** Largest upstream body read, in bytes (default 8 MiB: 100 pets are a few KiB). */
   readonly maxBodyBytes?: number;
   /** Sockets kept to the upstream (default 32). */
@@ -74,72 +68,46 @@ export interface RestClientOptions {
   readonly observer?: UpstreamObserver;
   /** Identical GETs in flight for a key are shared, and answers cached per key when configured. */
   readonly sharing?: ResponseSharing;
+  readonly now?: () => number;
 }
-
-class BodyTooLargeError extends Error {}
 
 export function createRestClient(options: RestClientOptions): RestClient {
   const baseUrl = new URL(options.baseUrl.replace(/\/?$/, '/'));
+  const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   const pool = new Pool(baseUrl.origin, {
     connections: options.connections ?? 32,
     keepAliveTimeout: 4_000,
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
     connect: { timeout: options.timeoutMs },
+    maxResponseSize: maxBodyBytes,
   });
-  const limiter = options.limiter ?? passThroughLimiter;
-  const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
-  let warnedForeignLink = false;
   const deprecatedEndpoints = new Set<string>();
+  let warnedLink = false;
 
-  async function attempt(
-    key: string,
-    route: Route,
-    url: URL,
-    body: string | undefined,
-    signal: AbortSignal,
-    requestId: string | undefined,
-  ): Promise<UpstreamResponse> {
-    const method = body === undefined ? 'GET' : 'POST';
-    const started = performance.now();
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await pool.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        method,
-        headers: {
-          authorization: `Bearer ${key}`,
-          accept: 'application/json',
-          ...(requestId === undefined ? {} : { 'x-request-id': requestId }),
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        body,
-        signal,
-      });
-    } catch (error) {
-      options.observer?.failure(route, (performance.now() - started) / 1000);
-      throw error;
-    }
-    options.observer?.response(route, response.statusCode, (performance.now() - started) / 1000);
-    // A declared length over the cap is refused before a byte of it is read. destroy() makes undici
-    // emit an abort error on the body, which nothing else listens to: without a listener it would be uncaught.
-    if (Number(response.headers['content-length']) > maxBodyBytes) {
-      response.body.on('error', () => {}).destroy();
-      throw new BodyTooLargeError();
-    }
-    const text = await readCapped(response.body, maxBodyBytes);
-    const result = { status: response.statusCode, headers: response.headers, body: text };
-    noteDeprecation(method, url, result);
-    return result;
-  }
+  const send: Send = pipeline(
+    [
+      ...(options.sharing ? [options.sharing.stage] : []),
+      resendOnReset,
+      operationBudget,
+      ...(options.limiter ? [options.limiter] : []),
+    ],
+    createAttempt({
+      dispatcher: pool,
+      timeoutMs: options.timeoutMs,
+      maxBodyBytes,
+      ...(options.now ? { now: options.now } : {}),
+      ...(options.observer ? { observer: options.observer } : {}),
+      onResponse: noteDeprecation,
+    }),
+  );
 
   /** Counts every deprecated answer and logs each endpoint once; GraphQL clients never see it. */
-  function noteDeprecation(method: string, url: URL, response: UpstreamResponse): void {
-    const deprecation = header(response, 'deprecation');
-    const sunset = header(response, 'sunset');
+  function noteDeprecation(call: UpstreamCall, response: UpstreamResponse): void {
+    const deprecation = headerOf(response, 'deprecation');
+    const sunset = headerOf(response, 'sunset');
     if (deprecation === undefined && sunset === undefined) return;
-    const endpoint = `${method} ${url.pathname.replace(/\/-?\d+(?=\/|$)/g, '/{id}')}`;
+    const endpoint = `${isWriteMethod(call)} ${call.url.pathname.replace(/\/-?\d+(?=\/|$)/g, '/{id}')}`;
     options.observer?.deprecated(endpoint);
     if (deprecatedEndpoints.has(endpoint)) return;
     deprecatedEndpoints.add(endpoint);
@@ -149,56 +117,46 @@ export function createRestClient(options: RestClientOptions): RestClient {
     );
   }
 
-  /**
-   * One request through the limiter (GETs first through sharing: joined or cached when possible).
-   * A GET whose connection was closed or reset (before or during the answer) is sent once more,
-   * through the limiter again so the budget counts it; a POST never is. One timeout covers both
-   * attempts, so no caller waits on the upstream longer than `timeoutMs` per request.
-   */
-  async function send(
-    scope: RequestScope | undefined,
+  async function request(
+    operation: Operation,
     key: string,
     route: Route,
     url: URL,
     body?: string,
   ): Promise<UpstreamResponse> {
-    const requestId = scope?.requestId;
-    const run = async () => {
-      // The timeout starts with the first send, not while the limiter holds the request for budget,
-      // and covers a GET's resend after a reset; a try after a 429's pause gets a timeout of its own.
-      let signal: AbortSignal | undefined;
-      const send = async () => {
-        signal ??= AbortSignal.timeout(options.timeoutMs);
-        const response = await attempt(key, route, url, body, signal, requestId);
-        if (response.status === 429) signal = undefined;
-        return response;
-      };
-      try {
-        return await limiter.schedule(key, send);
-      } catch (error) {
-        if (body !== undefined || !isConnectionReset(error)) throw error;
-        // A keep-alive socket the server closed as we sent, or a reset mid-answer: GET is idempotent (RFC 9110 section 9.2.2).
-        return await limiter.schedule(key, send);
-      }
+    const call: UpstreamCall = {
+      key,
+      keyId: keyIdOf(key),
+      route,
+      url,
+      body,
+      operation,
+      signal: operation.signal,
+      dispatched: false,
     };
     try {
-      if (body !== undefined || options.sharing === undefined) return await run();
-      return await options.sharing.get(key, url.href, run);
+      return await send(call);
     } catch (error) {
-      throw toGatewayError(error, body === undefined ? 'GET' : 'POST', url, scope?.logger ?? options.logger);
+      throw toGatewayError(error, call);
     }
   }
 
-  function toGatewayError(error: unknown, method: string, url: URL, logger: Logger): Error {
+  function toGatewayError(error: unknown, call: UpstreamCall): Error {
     if (error instanceof GraphQLError) return error;
-    const reason =
-      error instanceof BodyTooLargeError ? 'answered a body larger than allowed' : describeNetworkError(error);
-    logger.warn({ method, path: url.pathname, reason }, 'upstream request failed');
+    const method = isWriteMethod(call);
+    // A GET whose client has gone was dropped or cancelled by us; a POST only if it was never sent.
+    if (call.signal?.aborted && (call.body === undefined || !call.dispatched)) {
+      // Nobody waits for this answer. Not the upstream's fault, nothing to warn about.
+      call.operation.logger.debug({ method, path: call.url.pathname }, 'upstream request dropped: the client left');
+      return upstreamUnavailable('the request was cancelled: the client closed the connection');
+    }
+    const reason = describeNetworkError(error);
+    call.operation.logger.warn({ method, path: call.url.pathname, reason }, 'upstream request failed');
     return upstreamUnavailable(`the Pet Store ${reason}`);
   }
 
   function fail(response: UpstreamResponse, key: string): never {
-    const retryAfter = parseRetryAfter(header(response, 'retry-after'), Date.now());
+    const retryAfter = parseRetryAfter(headerOf(response, 'retry-after', 'first'), Date.now());
     throw fromUpstreamStatus(
       response.status,
       withoutKey(toErrorBody(response.body), key),
@@ -219,7 +177,16 @@ export function createRestClient(options: RestClientOptions): RestClient {
     return result;
   }
 
-  function view(scope: RequestScope | undefined): RestClient {
+  function view(bound: Operation | undefined): RestClient {
+    // Outside a GraphQL operation (tools, tests): each request is an operation of its own.
+    const operationFor = () =>
+      bound ??
+      createOperation({
+        logger: options.logger,
+        maxWaitMs: options.maxWaitMs ?? options.timeoutMs,
+        timeoutMs: options.timeoutMs,
+        ...(options.now ? { now: options.now() } : {}),
+      });
     return {
       baseUrl,
 
@@ -231,45 +198,47 @@ export function createRestClient(options: RestClientOptions): RestClient {
       },
 
       async listPets(key, url) {
-        const response = await send(scope, key, 'listPets', url);
+        const operation = operationFor();
+        const response = await request(operation, key, 'listPets', url);
         if (response.status !== 200) fail(response, key);
         const pets = parseBody(response, toPets);
-        const link = nextLink(header(response, 'link'), url, baseUrl.origin);
+        const link = nextLink(headerOf(response, 'link'), url, baseUrl.origin);
         const next = link !== undefined && 'url' in link && isPetsPageUrl(link.url, baseUrl) ? link.url : undefined;
-        if (link !== undefined && next === undefined && !warnedForeignLink) {
-          warnedForeignLink = true;
+        if (link !== undefined && next === undefined && !warnedLink) {
+          warnedLink = true;
           const target = 'foreign' in link ? link.foreign : link.url.pathname;
-          (scope?.logger ?? options.logger).warn(
-            { target },
-            'upstream linked its next page outside <base>/pets; not followed',
-          );
+          operation.logger.warn({ target }, 'upstream linked its next page outside <base>/pets; not followed');
         }
-        return { pets, next };
+        return link !== undefined && next === undefined ? { pets, next, nextRefused: true } : { pets, next };
       },
 
       async createPet(key, pet) {
+        const operation = operationFor();
         const body = `{"name":${JSON.stringify(pet.name)},"categoryId":${pet.categoryId}${
           pet.status === undefined ? '' : `,"status":${JSON.stringify(pet.status)}`
         }}`;
-        let response: UpstreamResponse;
-        try {
-          response = await send(scope, key, 'createPet', new URL('pets', baseUrl), body);
-        } finally {
-          // Whatever the outcome, the key's shared reads may now describe the catalogue before this write.
-          options.sharing?.invalidate(key);
+        const response = await request(operation, key, 'createPet', new URL('pets', baseUrl), body);
+        if (operation.signal?.aborted) {
+          // Sent before its client left: finished all the same, and what became of it is on record.
+          operation.logger.info({ status: response.status }, 'createPet answered after its client left');
         }
         if (response.status !== 201 && response.status !== 200) fail(response, key);
         return parseBody(response, toPet);
       },
 
       async getPet(key, id) {
-        const response = await send(scope, key, 'getPet', new URL(`pets/${encodeURIComponent(id)}`, baseUrl));
+        const response = await request(
+          operationFor(),
+          key,
+          'getPet',
+          new URL(`pets/${encodeURIComponent(id)}`, baseUrl),
+        );
         if (response.status === 404) return null;
         if (response.status !== 200) fail(response, key);
         return parseBody(response, toPet);
       },
 
-      forRequest: (requestScope) => view(requestScope),
+      forOperation: (operation) => view(operation),
 
       close: () => pool.close(),
     };
@@ -278,50 +247,32 @@ export function createRestClient(options: RestClientOptions): RestClient {
   return view(undefined);
 }
 
+function isWriteMethod(call: UpstreamCall): 'GET' | 'POST' {
+  return call.body === undefined ? 'GET' : 'POST';
+}
+
 /**
  * The Error body with the API key cut out of its text: an upstream that echoes the Authorization
  * header in a message would otherwise hand the configured key to any client (`extensions.upstream`).
  */
 function withoutKey(body: UpstreamErrorBody | undefined, key: string): UpstreamErrorBody | undefined {
-  if (body === undefined || key === '') return body;
-  const scrub = (text: string) => text.split(key).join('[redacted]');
-  return { ...body, code: scrub(body.code), message: scrub(body.message) };
-}
-
-function header(response: UpstreamResponse, name: string): string | undefined {
-  const value = response.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-}
-
-async function readCapped(body: AsyncIterable<Buffer> & { destroy(): unknown }, max: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > max) {
-      body.destroy();
-      throw new BodyTooLargeError();
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-const RESET_CODES = new Set(['ECONNRESET', 'UND_ERR_SOCKET', 'EPIPE', 'UND_ERR_CLOSED']);
-
-function isConnectionReset(error: unknown): boolean {
-  const code = (error as { code?: string } | undefined)?.code;
-  return code !== undefined && RESET_CODES.has(code);
+  if (body === undefined) return body;
+  return { ...body, code: scrubSecret(body.code, key), message: scrubSecret(body.message, key) };
 }
 
 /** A reason without URLs or credentials, fit for a client. */
 function describeNetworkError(error: unknown): string {
   const { code, name } = (error ?? {}) as { code?: string; name?: string };
+  if (error instanceof BodyTooLargeError || code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
+    return 'answered a body larger than allowed';
+  }
   if (name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return 'did not answer in time';
   }
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'did not accept a connection in time';
   if (code === 'ECONNREFUSED') return 'refused the connection';
-  if (code !== undefined && RESET_CODES.has(code)) return 'closed the connection';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED') {
+    return 'closed the connection';
+  }
   return 'could not be reached';
 }

@@ -1,39 +1,50 @@
 /**
- * The per-key limiter every upstream request goes through (DESIGN.md section 6). The budget store
- * plans when a request may be sent; a bottleneck Group (one limiter per key) runs the sends, with a
- * bounded queue and a cap on concurrent requests per key. A 429 pauses the key until Retry-After
- * and the request is tried again; one that cannot be served within `maxWaitMs` fails at once.
+ * The per-key limiter stage. Before a request goes upstream it needs: a reservation from the budget
+ * store (the plan's windows and the upstream's last word), a slot of its key (a fair share of
+ * connections, round-robin across clients), and, right before dispatch, no 429 pause in force for
+ * the key (here or on another replica). A 429 pauses the key until Retry-After and the request is
+ * tried again; one that cannot get budget or a slot before its operation's `waitUntil` fails at once.
+ *
+ * Why not bottleneck (used before): its queue knows neither our deadlines nor a client that left,
+ * it cannot be fair across clients of one key, and it yields through timers (about 5 ms a job).
  */
 
-import { createHash } from 'node:crypto';
-import Bottleneck from 'bottleneck';
 import type { RateWindow } from '../../config.js';
-import { rateLimited } from '../errors.js';
+import { rateLimited, upstreamUnavailable } from '../errors.js';
 import type { BudgetStore, Quota } from './budget.js';
-import type { UpstreamResponse } from './client.js';
-import { parseRetryAfter } from './retry-after.js';
+import type { Stage, UpstreamCall } from './pipeline.js';
+import { readRateHeaders, readRetryAfter } from './rate-headers.js';
+import type { UpstreamResponse } from './response.js';
+import type { Slots } from './slots.js';
 
 export interface Limiter {
-  /**
-   * Runs `attempt` for `key` when the key's budget allows, and again after a 429 (at most
-   * `maxRetries` times). Rejects with a RATE_LIMITED GatewayError when the budget cannot serve it in time.
-   */
-  schedule(key: string, attempt: () => Promise<UpstreamResponse>): Promise<UpstreamResponse>;
-  /** The key's budget as far as the gateway knows it, or undefined before any answer. */
-  quota(key: string): Quota | undefined;
+  readonly stage: Stage;
+  /** The key's budget as far as the gateway knows it (by key digest), or undefined before any answer. */
+  quota(keyId: string): Quota | undefined;
+  /** Aggregates for metrics: never per key. */
+  stats(): LimiterStats;
   close(): Promise<void>;
 }
 
+export interface LimiterStats {
+  /** Keys whose budget the upstream has described (and that are not forgotten yet). */
+  readonly keys: number;
+  /** Keys paused after a 429 by this process. */
+  readonly paused: number;
+  /** The smallest Remaining among keys whose window has not reset yet; undefined when none. */
+  readonly lowestRemaining: number | undefined;
+}
+
 export interface LimiterOptions {
+  /** The budget windows; empty when client-side throttling is off (a 429 is still honoured). */
   readonly windows: readonly RateWindow[];
-  readonly maxWaitMs: number;
   readonly store: BudgetStore;
+  readonly slots: Slots;
+  /** Longest Retry-After or X-RateLimit-Reset believed (PETSTORE_MAX_RETRY_AFTER). */
+  readonly maxRetryAfterMs: number;
   readonly now?: () => number;
   /** Retries after a 429 (default 3). */
   readonly maxRetries?: number;
-  /** Requests in flight per key (default 16) and queued per key (default 1000). */
-  readonly maxConcurrent?: number;
-  readonly maxQueued?: number;
   readonly onEvent?: (event: LimiterEvent) => void;
 }
 
@@ -41,144 +52,198 @@ export type LimiterEvent =
   | { readonly type: 'waiting'; readonly delta: 1 | -1 }
   | { readonly type: 'throttled'; readonly waitMs: number }
   | { readonly type: 'heldBack' }
-  | { readonly type: 'quota'; readonly keyId: string; readonly quota: Quota }
-  | { readonly type: 'internalError'; readonly error: unknown }
   | { readonly type: 'rejected'; readonly reason: 'budget' | 'queue' }
-  | { readonly type: 'upstream429'; readonly pauseMs: number };
-
-/** No client-side throttling: each request is sent at once, and a 429 reaches the caller. */
-export const passThroughLimiter: Limiter = {
-  schedule: (_key, attempt) => attempt(),
-  quota: () => undefined,
-  close: async () => {},
-};
+  | { readonly type: 'upstream429'; readonly pauseMs: number }
+  | { readonly type: 'sentDuringPause' }
+  | { readonly type: 'clamped'; readonly keyId: string; readonly header: 'retry-after' | 'x-ratelimit-reset' };
 
 /** How often a request blocked by the upstream's gate asks again (another replica's answer may open it). */
 const GATE_POLL_MS = 100;
+/** Quotas remembered for `extensions.rateLimit`; the oldest is dropped past this. */
+const QUOTA_MEMO = 10_000;
 
 export function createLimiter(options: LimiterOptions): Limiter {
   const now = options.now ?? Date.now;
   const maxRetries = options.maxRetries ?? 3;
   const quotas = new Map<string, Quota>();
-  const throttled = options.windows.length > 0;
-  const group = new Bottleneck.Group({
-    maxConcurrent: options.maxConcurrent ?? 16,
-    highWater: options.maxQueued ?? 1_000,
-    strategy: Bottleneck.strategy.OVERFLOW,
-    timeout: 10 * 60_000, // a key's limiter is dropped after ten idle minutes
-  });
-  // Bottleneck emits 'error' for failures in its own machinery; unheard, an EventEmitter would throw.
-  group.on('created', (limiter) => limiter.on('error', (error) => options.onEvent?.({ type: 'internalError', error })));
+  const warned = new Set<string>();
+  /** The latest pause this process recorded per key: a send while one is in force is counted (it must never happen). */
+  const localPauses = new Map<string, number>();
 
-  async function waitForSlot(keyId: string, deadline: number): Promise<number> {
+  /** When each request of a key now in flight upstream (from this process) was sent. */
+  const sending = new Map<string, Set<{ readonly at: number }>>();
+
+  /** Waits for a reservation; returns its sequence number. */
+  async function reserve(call: UpstreamCall): Promise<number> {
+    const deadline = call.operation.waitUntil;
+    const waitingSince = now();
     for (;;) {
-      const reservation = await options.store.reserve(keyId, options.windows, now(), deadline);
+      const reservation = await options.store.reserve(call.keyId, options.windows, now(), deadline);
       const start = now();
       if (reservation.ok) {
         if (reservation.at <= start) return reservation.seq;
         options.onEvent?.({ type: 'throttled', waitMs: reservation.at - start });
-        await sleep(reservation.at - start);
-        // A 429 seen meanwhile (here or by another replica) stops this send too: plan again.
-        if ((await options.store.pausedUntil(keyId)) <= now()) return reservation.seq;
-        options.onEvent?.({ type: 'heldBack' });
-        await options.store.release(keyId, reservation.seq);
+        try {
+          await sleep(reservation.at - start, call.signal);
+        } catch (error) {
+          await options.store.release(call.keyId, reservation.seq);
+          throw error;
+        }
+        return reservation.seq;
+      }
+      // Blocked by an answer in flight (a probe's, or one of the last few of a window): it decides,
+      // so wait for it up to the deadline. Past it, a request sent before this one began to wait and
+      // still unanswered means the upstream is silent; otherwise the key's budget was the wait.
+      if (reservation.probing) {
+        if (start >= deadline) {
+          const oldest = Math.min(...[...(sending.get(call.keyId) ?? [])].map((send) => send.at));
+          if (oldest <= waitingSince) throw upstreamUnavailable('the Pet Store has not answered in time');
+          options.onEvent?.({ type: 'rejected', reason: 'budget' });
+          throw rateLimited(Math.max(1, ((await options.store.pausedUntil(call.keyId)) - start) / 1000));
+        }
+        await sleep(Math.min(GATE_POLL_MS, deadline - start), call.signal);
         continue;
       }
       if (reservation.retryAt > deadline) {
         options.onEvent?.({ type: 'rejected', reason: 'budget' });
         throw rateLimited((reservation.retryAt - start) / 1000);
       }
-      await sleep(Math.min(GATE_POLL_MS, Math.max(1, reservation.retryAt - start)));
+      await sleep(Math.min(GATE_POLL_MS, Math.max(1, reservation.retryAt - start)), call.signal);
     }
   }
 
-  async function run(keyId: string, attempt: () => Promise<UpstreamResponse>): Promise<UpstreamResponse> {
-    const deadline = now() + options.maxWaitMs;
-    for (let retry = 0; ; retry++) {
+  async function acquireSlot(call: UpstreamCall): Promise<() => void> {
+    const { clientId, waitUntil } = call.operation;
+    try {
+      return await options.slots.acquire(call.keyId, clientId, waitUntil, call.signal);
+    } catch (error) {
+      if (isRateLimited(error)) options.onEvent?.({ type: 'rejected', reason: 'queue' });
+      throw error;
+    }
+  }
+
+  /** Records what the answer says of the key's budget, and remembers it for `extensions.rateLimit`. */
+  async function observe(call: UpstreamCall, seq: number, response: UpstreamResponse): Promise<void> {
+    const at = now();
+    const headers = readRateHeaders(response, at, options.maxRetryAfterMs);
+    if (headers.clamped) warnClamped(call.keyId, 'x-ratelimit-reset');
+    const quota = await options.store.observe(call.keyId, { seq, ...headers }, at);
+    if (quota.resetAt === 0) return;
+    if (quotas.size >= QUOTA_MEMO && !quotas.has(call.keyId)) quotas.delete(quotas.keys().next().value as string);
+    quotas.set(call.keyId, quota);
+  }
+
+  function warnClamped(keyId: string, header: 'retry-after' | 'x-ratelimit-reset'): void {
+    const id = `${keyId} ${header}`;
+    if (warned.has(id)) return;
+    if (warned.size >= QUOTA_MEMO) warned.clear();
+    warned.add(id);
+    options.onEvent?.({ type: 'clamped', keyId, header });
+  }
+
+  /** One send through budget, slot and pause check; a 429 pauses the key and tries again. */
+  async function run(call: UpstreamCall, next: (call: UpstreamCall) => Promise<UpstreamResponse>) {
+    for (let retry = 0; ; ) {
       options.onEvent?.({ type: 'waiting', delta: 1 });
-      const seq = await waitForSlot(keyId, deadline).finally(() => options.onEvent?.({ type: 'waiting', delta: -1 }));
+      let release: () => void;
+      let seq: number;
+      try {
+        release = await acquireSlot(call);
+        try {
+          seq = await reserve(call);
+        } catch (error) {
+          release();
+          throw error;
+        }
+      } finally {
+        options.onEvent?.({ type: 'waiting', delta: -1 });
+      }
+
       let response: UpstreamResponse;
       try {
-        // Bottleneck yields to the timer queue several times per job (about 5 ms, 400 jobs/s per key,
-        // measured): worth it where requests are paced anyway, not with throttling off.
-        response = throttled ? await group.key(keyId).schedule(attempt) : await attempt();
+        // Right before dispatch: a 429 seen meanwhile (here or by another replica) stops this send too.
+        const pausedUntil = await options.store.pausedUntil(call.keyId);
+        if (pausedUntil > now()) {
+          options.onEvent?.({ type: 'heldBack' });
+          await options.store.release(call.keyId, seq);
+          release();
+          if (pausedUntil > call.operation.waitUntil) throw rateLimited((pausedUntil - now()) / 1000);
+          continue;
+        }
+        if ((localPauses.get(call.keyId) ?? 0) > now()) options.onEvent?.({ type: 'sentDuringPause' });
+        const sent = { at: now() };
+        const sends = sending.get(call.keyId) ?? new Set();
+        sending.set(call.keyId, sends.add(sent));
+        try {
+          // A try after a 429's pause gets a timeout of its own.
+          response = await next(retry === 0 ? call : { ...call, firstAttempt: {} });
+        } finally {
+          sends.delete(sent);
+          if (sends.size === 0) sending.delete(call.keyId);
+        }
       } catch (error) {
-        await options.store.release(keyId, seq);
+        release();
+        await options.store.release(call.keyId, seq);
         throw error;
       }
-      const observed = observation(response, seq, now());
-      const quota = await options.store.observe(keyId, observed, now());
-      // One entry per key seen; forwarded client keys are unbounded, so the memo is cleared when large.
-      if (quotas.size >= 10_000 && !quotas.has(keyId)) quotas.clear();
-      quotas.set(keyId, quota);
-      if (quota.resetAt !== 0) options.onEvent?.({ type: 'quota', keyId, quota });
+      release();
+      await observe(call, seq, response);
       if (response.status !== 429) return response;
 
       // RFC 6585 section 4 / RFC 9110 section 10.2.3; absent or unreadable: exponential backoff with jitter.
-      const retryAfter = parseRetryAfter(header(response, 'retry-after'), now());
-      const pauseMs = retryAfter ?? Math.min(60_000, 1_000 * 2 ** retry) * (1 + Math.random() / 2);
+      const retryAfter = readRetryAfter(response, now(), options.maxRetryAfterMs);
+      if (retryAfter?.clamped) warnClamped(call.keyId, 'retry-after');
+      const pauseMs = retryAfter?.ms ?? Math.min(60_000, 1_000 * 2 ** retry) * (1 + Math.random() / 2);
       options.onEvent?.({ type: 'upstream429', pauseMs });
-      await options.store.pause(keyId, now() + pauseMs);
-      if (retry >= maxRetries || now() + pauseMs > deadline) {
-        throw rateLimited(pauseMs / 1000);
-      }
+      const until = now() + pauseMs;
+      localPauses.set(call.keyId, Math.max(localPauses.get(call.keyId) ?? 0, until));
+      if (localPauses.size > QUOTA_MEMO) forgetPastPauses(localPauses, now());
+      await options.store.pause(call.keyId, until, seq);
+      // A write the upstream refused with 429 was not processed (RFC 6585): it may be sent again.
+      if (retry >= maxRetries || until > call.operation.waitUntil) throw rateLimited(pauseMs / 1000);
+      retry++;
       options.onEvent?.({ type: 'heldBack' });
     }
   }
 
   return {
-    async schedule(key, attempt) {
-      const keyId = keyIdOf(key);
-      try {
-        return await run(keyId, attempt);
-      } catch (error) {
-        if (error instanceof Bottleneck.BottleneckError) {
-          options.onEvent?.({ type: 'rejected', reason: 'queue' });
-          throw rateLimited(1, 'too many requests are queued for this API key; retry shortly');
-        }
-        throw error;
+    stage: (next) => (call) => run(call, next),
+    quota: (keyId) => quotas.get(keyId),
+    stats() {
+      const at = now();
+      let lowest: number | undefined;
+      for (const quota of quotas.values()) {
+        if (quota.resetAt > at && (lowest === undefined || quota.remaining < lowest)) lowest = quota.remaining;
       }
+      forgetPastPauses(localPauses, at);
+      return { keys: quotas.size, paused: localPauses.size, lowestRemaining: lowest };
     },
-    quota: (key) => quotas.get(keyIdOf(key)),
     async close() {
-      await group.disconnect(false);
       await options.store.close();
     },
   };
 }
 
-/** Keys are never stored or logged as such: a short digest names each key's budget. */
-export function keyIdOf(key: string): string {
-  let id = keyIds.get(key);
-  if (id === undefined) {
-    id = createHash('sha256').update(key).digest('hex').slice(0, 20);
-    // Several lookups per request; a small memo spares the hashing, cleared whole when full.
-    if (keyIds.size >= 10_000) keyIds.clear();
-    keyIds.set(key, id);
-  }
-  return id;
+function isRateLimited(error: unknown): boolean {
+  return (error as { extensions?: { code?: unknown } } | undefined)?.extensions?.code === 'RATE_LIMITED';
 }
 
-const keyIds = new Map<string, string>();
-
-function header(response: UpstreamResponse, name: string): string | undefined {
-  const value = response.headers[name];
-  return Array.isArray(value) ? value[0] : value;
+function forgetPastPauses(pauses: Map<string, number>, now: number): void {
+  for (const [keyId, until] of pauses) if (until <= now) pauses.delete(keyId);
 }
 
-/** The upstream's X-RateLimit-* headers (Reset is Unix seconds); without them, only the end of a probe. */
-function observation(response: UpstreamResponse, seq: number, at: number) {
-  const limit = Number(header(response, 'x-ratelimit-limit'));
-  const remaining = Number(header(response, 'x-ratelimit-remaining'));
-  const reset = Number(header(response, 'x-ratelimit-reset'));
-  // The spec says a Unix timestamp; a small number can only be seconds from now, as some APIs send.
-  const resetAt = reset < 1e9 ? at + reset * 1000 : reset * 1000;
-  if (![limit, remaining, reset].every(Number.isFinite) || resetAt <= at) {
-    return { seq, limit: 0, remaining: 0, resetAt: 0 };
-  }
-  return { seq, limit, remaining: response.status === 429 ? 0 : remaining, resetAt };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }

@@ -42,13 +42,12 @@ export function nextLink(header: string | undefined, requestUrl: URL, allowedOri
 }
 
 /**
- * Whether `url` may be fetched as a page of `GET /pets`: on the base URL's origin, at `<base>/pets`
- * or below it, but never a single child segment (`<base>/pets/{petId}` is the deprecated getPet).
- * Cursors come from clients, so this is what keeps a forged one from sending the API key elsewhere.
+ * Whether `url` may be fetched as a page of `GET /pets`: exactly `<base>/pets` on the base URL's
+ * origin, with no credentials or fragment. Nothing below it: `<base>/pets/{petId}` is the
+ * deprecated getPet, and any other sub-path is not a page of the list.
  */
 export function isPetsPageUrl(url: URL, baseUrl: URL): boolean {
   const pets = `${baseUrl.pathname.replace(/\/?$/, '/')}pets`;
   if (url.origin !== baseUrl.origin || url.username || url.password || url.hash) return false;
-  if (url.pathname === pets) return true;
-  return url.pathname.startsWith(`${pets}/`) && url.pathname.slice(pets.length + 1).includes('/');
+  return url.pathname === pets;
 }

@@ -2,17 +2,17 @@
  * Making every upstream request count: identical GETs in flight for the same key share one
  * request (across GraphQL requests, never across keys), and an optional short-lived per-key cache
  * serves repeats. A write for a key (createPet) drops that key's cached and in-flight GETs, so a
- * read that starts after it never sees the world before it.
+ * read that starts after it never sees the world before it. A shared GET is cancelled only when
+ * every operation waiting for it has gone.
  */
 
-import type { UpstreamResponse } from './client.js';
-import { keyIdOf } from './limiter.js';
+import { isWrite, type Stage, type UpstreamCall } from './pipeline.js';
+import type { UpstreamResponse } from './response.js';
 
 export interface ResponseSharing {
-  /** The answer to GET `url` for `key`: joined, cached, or fetched by `fetch`. */
-  get(key: string, url: string, fetch: () => Promise<UpstreamResponse>): Promise<UpstreamResponse>;
-  /** Forgets everything shared for `key` (after a write). */
-  invalidate(key: string): void;
+  readonly stage: Stage;
+  /** Forgets everything shared for a key (by digest), after a write. */
+  invalidate(keyId: string): void;
 }
 
 export interface SharingOptions {
@@ -27,46 +27,85 @@ export interface SharingOptions {
   readonly onCacheHit?: () => void;
 }
 
+interface Shared {
+  readonly response: Promise<UpstreamResponse>;
+  readonly controller: AbortController;
+  /** Operations still waiting for it; at 0 the request is cancelled. */
+  waiting: number;
+}
+
 export function createResponseSharing(options: SharingOptions): ResponseSharing {
   const now = options.now ?? Date.now;
   const maxEntries = options.maxEntries ?? 1_000;
-  const inFlight = new Map<string, Promise<UpstreamResponse>>();
+  const inFlight = new Map<string, Shared>();
   const cache = new Map<string, { expires: number; response: UpstreamResponse }>();
 
-  return {
-    get(key, url, fetch) {
-      const id = `${keyIdOf(key)} ${url}`;
-      const cached = cache.get(id);
-      if (cached !== undefined && cached.expires > now()) {
-        options.onCacheHit?.();
-        return Promise.resolve(cached.response);
-      }
-      if (cached !== undefined) cache.delete(id);
-      const joined = options.coalesce === false ? undefined : inFlight.get(id);
-      if (joined !== undefined) {
-        options.onCoalesced?.();
-        return joined;
-      }
-      const request = fetch().then((response) => {
+  /** The shared answer, as one operation waits for it: it stops waiting (and counts out) when its client leaves. */
+  function wait(shared: Shared, call: UpstreamCall): Promise<UpstreamResponse> {
+    shared.waiting++;
+    const { signal } = call;
+    if (signal === undefined) return shared.response;
+    return new Promise((resolve, reject) => {
+      const leave = () => {
+        if (--shared.waiting === 0) shared.controller.abort(signal.reason);
+        reject(signal.reason);
+      };
+      if (signal.aborted) return leave();
+      signal.addEventListener('abort', leave, { once: true });
+      shared.response.then(resolve, reject).finally(() => signal.removeEventListener('abort', leave));
+    });
+  }
+
+  function read(next: (call: UpstreamCall) => Promise<UpstreamResponse>, call: UpstreamCall) {
+    const id = `${call.keyId} ${call.url.href}`;
+    const cached = cache.get(id);
+    if (cached !== undefined && cached.expires > now()) {
+      options.onCacheHit?.();
+      return Promise.resolve(cached.response);
+    }
+    if (cached !== undefined) cache.delete(id);
+    const joined = options.coalesce === false ? undefined : inFlight.get(id);
+    if (joined !== undefined) {
+      options.onCoalesced?.();
+      return wait(joined, call);
+    }
+    const controller = new AbortController();
+    const shared: Shared = {
+      controller,
+      waiting: 0,
+      response: next({ ...call, signal: controller.signal }).then((response) => {
         // Only if this request is still the key's current one: a write since has invalidated it.
-        if (options.ttlMs > 0 && response.status === 200 && inFlight.get(id) === request) {
+        if (options.ttlMs > 0 && response.status === 200 && inFlight.get(id) === shared) {
           cache.set(id, { expires: now() + options.ttlMs, response });
           if (cache.size > maxEntries) cache.delete(cache.keys().next().value as string);
         }
         return response;
-      });
-      inFlight.set(id, request);
-      const settle = () => {
-        if (inFlight.get(id) === request) inFlight.delete(id);
-      };
-      request.then(settle, settle);
-      return request;
-    },
+      }),
+    };
+    inFlight.set(id, shared);
+    const settle = () => {
+      if (inFlight.get(id) === shared) inFlight.delete(id);
+    };
+    shared.response.then(settle, settle);
+    return wait(shared, call);
+  }
 
-    invalidate(key) {
-      const prefix = `${keyIdOf(key)} `;
-      for (const id of [...cache.keys()]) if (id.startsWith(prefix)) cache.delete(id);
-      for (const id of [...inFlight.keys()]) if (id.startsWith(prefix)) inFlight.delete(id);
+  function invalidate(keyId: string): void {
+    const prefix = `${keyId} `;
+    for (const id of [...cache.keys()]) if (id.startsWith(prefix)) cache.delete(id);
+    for (const id of [...inFlight.keys()]) if (id.startsWith(prefix)) inFlight.delete(id);
+  }
+
+  return {
+    stage: (next) => async (call) => {
+      if (!isWrite(call)) return read(next, call);
+      try {
+        return await next(call);
+      } finally {
+        // Whatever the outcome, the key's shared reads may now describe the catalogue before this write.
+        invalidate(call.keyId);
+      }
     },
+    invalidate,
   };
 }

@@ -7,7 +7,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RateWindow } from '../../../src/config.js';
 import { createLogger } from '../../../src/gateway/logger.js';
-import { type BudgetStore, MemoryBudgetStore, PROBE_MS } from '../../../src/gateway/rest/budget.js';
+import {
+  type BudgetStore,
+  MemoryBudgetStore,
+  ONE_AT_A_TIME_BELOW,
+  PROBE_MS,
+} from '../../../src/gateway/rest/budget.js';
 import { RedisBudgetStore } from '../../../src/gateway/rest/budget-redis.js';
 import { type RedisServer, startRedis } from '../../helpers/redis.js';
 
@@ -54,19 +59,56 @@ describe.each(implementations)('the budget %s', (_name, create) => {
   it('sends one probe while the upstream state is unknown, and waits for its answer', async () => {
     const probe = await store.reserve('k', FIVE_PER_SECOND, T, FAR);
     expect(probe).toEqual({ ok: true, at: T, seq: 1 });
-    expect(await store.reserve('k', FIVE_PER_SECOND, T, FAR)).toEqual({ ok: false, retryAt: T + PROBE_MS });
+    expect(await store.reserve('k', FIVE_PER_SECOND, T, FAR)).toEqual({
+      ok: false,
+      retryAt: T + PROBE_MS,
+      probing: true,
+    });
     await store.observe('k', { seq: 1, limit: 5, remaining: 4, resetAt: T + 1_000 }, T + 5);
     expect(await store.reserve('k', FIVE_PER_SECOND, T + 5, FAR)).toMatchObject({ ok: true, at: T + 5 });
   });
 
   it('plans no more than Remaining before Reset, less what is still in flight', async () => {
-    await sendAndAnswer(T, 4);
-    const inFlight = await store.reserve('k', FIVE_PER_SECOND, T + 1, FAR);
-    expect(inFlight.ok).toBe(true);
-    // The store has 2 left, but the request in flight may not be counted in that yet: 1 more.
-    await sendAndAnswer(T + 2, 2);
-    expect((await store.reserve('k', FIVE_PER_SECOND, T + 3, FAR)).ok).toBe(true);
-    expect(await store.reserve('k', FIVE_PER_SECOND, T + 3, FAR)).toEqual({ ok: false, retryAt: T + 1_000 });
+    const windows = [{ count: 100, windowMs: 1_000 }];
+    const probe = (await store.reserve('k', windows, T, FAR)) as { seq: number };
+    await store.observe('k', { seq: probe.seq, limit: 100, remaining: 40, resetAt: T + 1_000 }, T);
+    const inFlight = (await store.reserve('k', windows, T + 1, FAR)) as { seq: number };
+    const answered = (await store.reserve('k', windows, T + 1, FAR)) as { seq: number };
+    // The store has 12 left, but the request still in flight may not be counted in that yet: 11 more.
+    await store.observe('k', { seq: answered.seq, limit: 100, remaining: 12, resetAt: T + 1_000 }, T + 2);
+    await store.release('k', inFlight.seq);
+    let planned = 0;
+    for (;;) {
+      const next = await store.reserve('k', windows, T + 3, FAR);
+      if (!next.ok) {
+        expect(next).toEqual({ ok: false, retryAt: T + 1_000 });
+        break;
+      }
+      planned++;
+      await store.release('k', next.seq);
+    }
+    expect(planned).toBe(11);
+  });
+
+  it('lets the last few requests of a window go one at a time', async () => {
+    const windows = [{ count: 100, windowMs: 1_000 }];
+    const probe = (await store.reserve('k', windows, T, FAR)) as { seq: number };
+    await store.observe('k', { seq: probe.seq, limit: 100, remaining: ONE_AT_A_TIME_BELOW + 2, resetAt: T + 1_000 }, T);
+    // Above the threshold, concurrently; at it, only while nothing else is in flight.
+    const a = await store.reserve('k', windows, T + 1, FAR);
+    const b = await store.reserve('k', windows, T + 1, FAR);
+    expect([a.ok, b.ok]).toEqual([true, true]);
+    expect(await store.reserve('k', windows, T + 1, FAR)).toEqual({
+      ok: false,
+      retryAt: T + 1 + PROBE_MS,
+      probing: true,
+    });
+    await store.release('k', (a as { seq: number }).seq);
+    expect((await store.reserve('k', windows, T + 2, FAR)).ok).toBe(false);
+    await store.release('k', (b as { seq: number }).seq);
+    const c = await store.reserve('k', windows, T + 3, FAR);
+    expect(c.ok).toBe(true);
+    expect((await store.reserve('k', windows, T + 3, FAR)).ok).toBe(false);
   });
 
   it('keeps at most count sends in any window-long span, planning the rest in the future', async () => {
@@ -85,18 +127,19 @@ describe.each(implementations)('the budget %s', (_name, create) => {
   });
 
   it('ignores an answer older than the one the gate came from', async () => {
-    const first = await store.reserve('k', FIVE_PER_SECOND, T, FAR);
-    await store.observe('k', { seq: (first as { seq: number }).seq, limit: 5, remaining: 4, resetAt: T + 1_000 }, T);
-    const a = (await store.reserve('k', FIVE_PER_SECOND, T, FAR)) as { seq: number };
-    const b = (await store.reserve('k', FIVE_PER_SECOND, T, FAR)) as { seq: number };
-    await store.observe('k', { seq: b.seq, limit: 5, remaining: 0, resetAt: T + 1_000 }, T + 2);
-    await store.observe('k', { seq: a.seq, limit: 5, remaining: 3, resetAt: T + 1_000 }, T + 3);
-    expect((await store.reserve('k', FIVE_PER_SECOND, T + 4, FAR)).ok).toBe(false);
+    const windows = [{ count: 100, windowMs: 1_000 }];
+    const first = await store.reserve('k', windows, T, FAR);
+    await store.observe('k', { seq: (first as { seq: number }).seq, limit: 100, remaining: 40, resetAt: T + 1_000 }, T);
+    const a = (await store.reserve('k', windows, T, FAR)) as { seq: number };
+    const b = (await store.reserve('k', windows, T, FAR)) as { seq: number };
+    await store.observe('k', { seq: b.seq, limit: 100, remaining: 0, resetAt: T + 1_000 }, T + 2);
+    await store.observe('k', { seq: a.seq, limit: 100, remaining: 30, resetAt: T + 1_000 }, T + 3);
+    expect(await store.reserve('k', windows, T + 4, FAR)).toEqual({ ok: false, retryAt: T + 1_000 });
   });
 
   it('after a 429 plans nothing until the pause ends, then probes again', async () => {
     await sendAndAnswer(T, 4);
-    await store.pause('k', T + 3_000);
+    await store.pause('k', T + 3_000, 1);
     expect(await store.pausedUntil('k')).toBe(T + 3_000);
     const probe = await store.reserve('k', FIVE_PER_SECOND, T + 10, FAR);
     expect(probe).toMatchObject({ ok: true, at: T + 3_000 });
@@ -105,7 +148,7 @@ describe.each(implementations)('the budget %s', (_name, create) => {
 
   it('with throttling off (no windows) honours only the pause', async () => {
     for (let i = 0; i < 20; i++) expect(await store.reserve('k', [], T, FAR)).toMatchObject({ ok: true, at: T });
-    await store.pause('k', T + 2_000);
+    await store.pause('k', T + 2_000, 20);
     expect(await store.reserve('k', [], T, FAR)).toMatchObject({ ok: true, at: T + 2_000 });
   });
 
@@ -120,5 +163,51 @@ describe.each(implementations)('the budget %s', (_name, create) => {
   it('keeps keys apart', async () => {
     await sendAndAnswer(T, 0, T + 30_000);
     expect((await store.reserve('other', FIVE_PER_SECOND, T, FAR)).ok).toBe(true);
+  });
+
+  it('is not opened by an answer without rate-limit headers: the next request is another probe', async () => {
+    const probe = (await store.reserve('k', FIVE_PER_SECOND, T, FAR)) as { seq: number };
+    expect(await store.observe('k', { seq: probe.seq, limit: 0, remaining: 0, resetAt: 0 }, T + 1)).toEqual({
+      limit: 0,
+      remaining: 0,
+      resetAt: 0,
+    });
+    expect(await store.reserve('k', FIVE_PER_SECOND, T + 2, FAR)).toMatchObject({ ok: true });
+    expect(await store.reserve('k', FIVE_PER_SECOND, T + 2, FAR)).toMatchObject({ ok: false, probing: true });
+  });
+
+  it('keeps a known gate across an answer without headers', async () => {
+    const windows = [{ count: 100, windowMs: 1_000 }];
+    const probe = (await store.reserve('k', windows, T, FAR)) as { seq: number };
+    await store.observe('k', { seq: probe.seq, limit: 100, remaining: 7, resetAt: T + 1_000 }, T);
+    const headerless = (await store.reserve('k', windows, T + 1, FAR)) as { seq: number };
+    expect(await store.observe('k', { seq: headerless.seq, limit: 0, remaining: 0, resetAt: 0 }, T + 2)).toEqual({
+      limit: 100,
+      remaining: 6,
+      resetAt: T + 1_000,
+    });
+  });
+
+  it('lets the next request probe at once when a probe got no answer', async () => {
+    const probe = (await store.reserve('k', FIVE_PER_SECOND, T, FAR)) as { seq: number };
+    await store.release('k', probe.seq);
+    expect(await store.reserve('k', FIVE_PER_SECOND, T + 1, FAR)).toMatchObject({ ok: true, at: T + 1 });
+  });
+
+  it('lets a 429 to a request planned before the pause lengthen it, but not start a second probe', async () => {
+    const windows = [{ count: 100, windowMs: 1_000 }];
+    const first = (await store.reserve('k', windows, T, FAR)) as { seq: number };
+    await store.observe('k', { seq: first.seq, limit: 100, remaining: 50, resetAt: T + 1_000 }, T);
+    const a = (await store.reserve('k', windows, T, FAR)) as { seq: number };
+    const b = (await store.reserve('k', windows, T, FAR)) as { seq: number };
+    await store.observe('k', { seq: a.seq, limit: 100, remaining: 0, resetAt: T + 1_000 }, T + 1);
+    await store.pause('k', T + 1_000, a.seq);
+    // b was sent before the pause and has no answer yet: no probe goes while it may still meet a 429.
+    expect(await store.reserve('k', windows, T + 5, FAR)).toMatchObject({ ok: false, probing: true });
+    await store.observe('k', { seq: b.seq, limit: 100, remaining: 0, resetAt: T + 1_000 }, T + 6);
+    await store.pause('k', T + 1_020, b.seq);
+    expect(await store.pausedUntil('k')).toBe(T + 1_020);
+    expect(await store.reserve('k', windows, T + 7, FAR)).toMatchObject({ ok: true, at: T + 1_020 });
+    expect(await store.reserve('k', windows, T + 7, FAR)).toMatchObject({ ok: false, probing: true });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextLink, parseLinks } from '../../../src/gateway/rest/link.js';
+import { isPetsPageUrl, nextLink, parseLinks } from '../../../src/gateway/rest/link.js';
 
 const ORIGIN = 'http://store.test:8080';
 const REQUEST = new URL(`${ORIGIN}/api/v1/pets?limit=2&status=sold`);
@@ -113,5 +113,28 @@ describe('nextLink', () => {
 
   it('reports a target that is not a URL as foreign', () => {
     expect(nextLink('<http://[not-an-ip/pets>; rel="next"', REQUEST, ORIGIN)).toEqual({ foreign: 'an unreadable URL' });
+  });
+});
+
+describe('isPetsPageUrl', () => {
+  const base = new URL('http://store.test/v1/');
+  const page = (path: string) => new URL(path, base);
+
+  it.each(['/v1/pets', '/v1/pets?limit=2&after=5', '/v1/pets?status=sold'])('accepts %s', (path) => {
+    expect(isPetsPageUrl(page(path), base)).toBe(true);
+  });
+
+  it.each([
+    ['the deprecated getPet', '/v1/pets/1'],
+    ['a sub-path with a trailing slash', '/v1/pets/1/'],
+    ['any deeper sub-path', '/v1/pets/page/2'],
+    ['a longer name', '/v1/petsXYZ'],
+    ['a path that climbs out with %2e%2e', '/v1/pets/%2e%2e/%2e%2e/admin'],
+    ['another resource', '/v1/orders'],
+    ['another origin', 'http://evil.test/v1/pets'],
+    ['credentials in the URL', 'http://user:pass@store.test/v1/pets'],
+    ['a fragment', '/v1/pets#x'],
+  ])('refuses %s', (_label, path) => {
+    expect(isPetsPageUrl(page(path), base)).toBe(false);
   });
 });

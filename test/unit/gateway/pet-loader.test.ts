@@ -9,8 +9,10 @@ import { describe, expect, it } from 'vitest';
 import type { PetLookup } from '../../../src/config.js';
 import { ErrorCode, type GatewayError, rateLimited, upstreamUnavailable } from '../../../src/gateway/errors.js';
 import { createPetLookups, type LookupStats } from '../../../src/gateway/loaders/pet-loader.js';
+import { createLogger } from '../../../src/gateway/logger.js';
 import type { PetModel } from '../../../src/gateway/models.js';
 import type { RestClient } from '../../../src/gateway/rest/client.js';
+import { createOperation } from '../../../src/gateway/rest/operation.js';
 
 const KEY = 'unit-key';
 const BASE = new URL('http://store.test/v1/');
@@ -59,7 +61,7 @@ function fakeStore(count: number): FakeStore {
       createPet: async () => {
         throw new Error('not used here');
       },
-      forRequest() {
+      forOperation() {
         return this;
       },
       close: async () => {},
@@ -68,8 +70,19 @@ function fakeStore(count: number): FakeStore {
   return store;
 }
 
+function operation(maxRequests?: number) {
+  return createOperation({ logger: createLogger('silent'), maxWaitMs: 1_000, timeoutMs: 1_000, maxRequests });
+}
+
 function lookups(store: FakeStore, strategy: PetLookup, stats: LookupStats = { fullScanPages: undefined }) {
-  return createPetLookups({ client: store.client, key: KEY, strategy, stats, now: () => Date.UTC(2026, 0, 1) });
+  return createPetLookups({
+    client: store.client,
+    key: KEY,
+    operation: operation(),
+    strategy,
+    stats,
+    now: () => Date.UTC(2026, 0, 1),
+  });
 }
 
 function codeOf(error: unknown): unknown {
@@ -112,14 +125,14 @@ describe('pet loader (fake RestClient)', () => {
     expect(store.calls).toEqual(['get 4', 'get 4']);
   });
 
-  it('rejects the whole legacy batch when one of its getPet calls fails, and serves every id of it afterwards', async () => {
+  it('fails only the ids of a legacy batch whose getPet failed, and asks for those again later in the request', async () => {
     const store = fakeStore(10);
     const { loader } = lookups(store, 'legacy');
     store.failures.push(rateLimited(1));
     const first = await Promise.allSettled(['1', '2', '3'].map((id) => loader.load(id)));
-    expect(first.every((result) => result.status === 'rejected')).toBe(true);
+    expect(first.map((result) => result.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
     expect(await loader.loadMany(['1', '2', '3'])).toEqual([pet(1), pet(2), pet(3)]);
-    expect(store.calls).toEqual(['get 1', 'get 2', 'get 3', 'get 1', 'get 2', 'get 3']);
+    expect(store.calls).toEqual(['get 1', 'get 2', 'get 3', 'get 1']);
   });
 
   it('waits for a list page in flight in the same request, and costs nothing for a pet the page carries', async () => {
@@ -173,6 +186,7 @@ describe('pet loader (fake RestClient)', () => {
       const { loader } = createPetLookups({
         client: store.client,
         key: KEY,
+        operation: operation(),
         strategy,
         stats,
         now: () => Date.UTC(2030, 11, 5),

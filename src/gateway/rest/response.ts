@@ -1,0 +1,18 @@
+/** An upstream answer as the REST client's stages pass it along: status, headers, and the whole body. */
+
+export interface UpstreamResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: string;
+}
+
+/** A header's value; a repeated header is joined with ", " (RFC 9110 section 5.3), or its first value taken. */
+export function headerOf(
+  response: UpstreamResponse,
+  name: string,
+  repeated: 'join' | 'first' = 'join',
+): string | undefined {
+  const value = response.headers[name];
+  if (!Array.isArray(value)) return value;
+  return repeated === 'join' ? value.join(', ') : value[0];
+}
