@@ -37,7 +37,7 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
   const read = new Set<string>();
   for (;;) {
     page = sized(page, offset + args.first - edges.length);
-    read.add(page.href);
+    read.add(pageKey(page));
     // context.client primes the request's pet loader with every page it lists.
     const { pets, next } = await client.listPets(context.key, page);
     const here = pathOf(page);
@@ -57,7 +57,7 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
       return { edges, hasNextPage: restOfPage || next !== undefined };
     }
     // An upstream that pages in circles, or links on from a page with nothing left to give.
-    const looped = read.has(sized(next, args.first - edges.length).href);
+    const looped = read.has(pageKey(next));
     if (looped || taken.length === 0) {
       if (edges.length === 0) {
         throw upstreamUnavailable(
@@ -87,6 +87,14 @@ function sized(page: URL, wanted: number): URL {
   const url = new URL(page);
   url.searchParams.set('limit', limit);
   return url;
+}
+
+/** A page whatever size was asked of it: a link back to a page read before, at any size, is a loop. */
+function pageKey(page: URL): string {
+  if (!page.searchParams.has('limit')) return page.href;
+  const url = new URL(page);
+  url.searchParams.delete('limit');
+  return url.href;
 }
 
 function pathOf(url: URL): string {

@@ -75,7 +75,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** Waits for a reservation; returns its sequence number. */
   async function reserve(call: UpstreamCall): Promise<number> {
-    const deadline = call.operation.waitUntil;
+    // Past its operation's wait, a request may still go if it needs no wait (a later page of a walk).
+    const deadline = Math.max(call.operation.waitUntil, now());
     const waitingSince = now();
     for (;;) {
       const reservation = await options.store.reserve(call.keyId, options.windows, now(), deadline);
