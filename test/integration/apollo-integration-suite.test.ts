@@ -6,7 +6,10 @@
  * the gateway's own.
  *
  * The suite is written for Jest; vitest.config.ts points its `@jest/globals` import at
- * test/helpers/jest-globals.ts. Nothing is skipped here. The suite skips on its own the tests that
+ * test/helpers/jest-globals.ts. Jest itself, a peer dependency of the suite, is installed but never
+ * loaded; package.json overrides it to 29 because jest 30 brings a resolver with per-platform
+ * binaries that the registry these machines use holds only in part, and `npm ci` then fails.
+ * Nothing is skipped here. The suite skips on its own the tests that
  * need graphql 17 (incremental delivery: this project is on graphql 16), unless
  * INCREMENTAL_DELIVERY_TESTS_ENABLED is set.
  */
