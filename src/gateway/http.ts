@@ -5,12 +5,13 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
+import { type ApolloServer, type BaseContext, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import type { GatewayContext } from './context.js';
 import { requestIdFrom } from './request-context.js';
 
-export interface HttpOptions {
-  readonly apollo: ApolloServer<GatewayContext>;
+/** Generic in the context so that Apollo's integration test suite can serve its own servers through this edge. */
+export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
+  readonly apollo: ApolloServer<TContext>;
   /**
    * `query` is the operation's text, when the request carries one; `requestId` its X-Request-Id;
    * `signal` is aborted if the client goes before its answer is written.
@@ -20,7 +21,7 @@ export interface HttpOptions {
     query: string | undefined,
     requestId: string,
     signal: AbortSignal,
-  ) => Promise<GatewayContext>;
+  ) => Promise<TContext>;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
   readonly onError: (error: unknown) => void;
@@ -28,7 +29,9 @@ export interface HttpOptions {
   readonly metrics?: { readonly contentType: string; metrics(): Promise<string> };
 }
 
-export function createHttpHandler(options: HttpOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function createHttpHandler<TContext extends BaseContext = GatewayContext>(
+  options: HttpOptions<TContext>,
+): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
@@ -133,7 +136,8 @@ async function readJsonBody(req: IncomingMessage, max: number): Promise<BodyResu
   try {
     return { value: text === '' ? undefined : JSON.parse(text) };
   } catch {
-    return { error: 'body is not valid JSON', status: 400 };
+    // "Invalid JSON" is what Apollo's own integrations answer, and what its test suite looks for.
+    return { error: 'Invalid JSON body', status: 400 };
   }
 }
 
