@@ -1,7 +1,7 @@
 /**
  * Hive Gateway as the federation example's router: a child process (`hive-gateway supergraph FILE`)
  * that serves a composed supergraph, configured by hive-gateway/gateway.config.ts. It is installed
- * on demand into hive-gateway/ (about 300 packages, 500 MB, a minute), so the project's own
+ * on demand into hive-gateway/ (about 750 packages, 500 MB, a minute or two), so the project's own
  * `npm ci` stays small; the lockfile there pins what gets installed.
  */
 
@@ -32,7 +32,7 @@ export async function ensureHiveGateway(say: (line: string) => void): Promise<vo
   if (isHiveGatewayInstalled()) return;
   say(
     'Hive Gateway is not installed yet: installing @graphql-hive/gateway into examples/federation/hive-gateway/ ' +
-      '(once; about a minute; kept out of the project npm ci)',
+      '(once; a minute or two; kept out of the project npm ci)',
   );
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   const child = spawn(npm, ['ci', '--no-audit', '--no-fund', '--loglevel=error'], {

@@ -35,7 +35,7 @@ import { type RecordingProxy, startRecordingProxy } from '../helpers/recording-p
 import { type Stack, startStack, TEST_KEY } from '../helpers/start-stack.js';
 
 const SUPERGRAPH_YAML = fileURLToPath(new URL('../../examples/federation/supergraph.yaml', import.meta.url));
-/** A first install downloads about 300 packages; a busy 2-core machine needs a few minutes at worst. */
+/** A first install downloads about 750 packages: one to three minutes on a busy 2-core machine. */
 const INSTALL_TIMEOUT_MS = 300_000;
 const START_TIMEOUT_MS = 120_000;
 
