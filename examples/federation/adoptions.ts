@@ -4,34 +4,15 @@
  * id), and has a root field that returns pets, so a query crosses into the pet store for their names.
  */
 
+import { readFileSync } from 'node:fs';
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse } from 'graphql';
 
-export const adoptionsTypeDefs = parse(`
-  extend schema @link(url: "https://specs.apollo.dev/federation/v2.7", import: ["@key"])
-
-  # Pet and Category keep the pet store's descriptions: a different one here is a composition hint.
-  # A pet as the shelter knows it: by id, with what adopting it costs.
-  type Pet @key(fields: "id") {
-    id: ID!
-    "Adoption fee in euros."
-    adoptionFee: Float
-  }
-
-  # This subgraph owns Category; the pet store only knows category ids.
-  type Category @key(fields: "id") {
-    id: ID!
-    name: String!
-  }
-
-  type Query {
-    "Pets the shelter features this week."
-    featuredPets: [Pet!]!
-  }
-`);
+/** The subgraph's SDL, kept in a file so `npm run supergraph:compose` reads the same schema. */
+export const adoptionsTypeDefs = parse(readFileSync(new URL('./adoptions.graphql', import.meta.url), 'utf8'));
 
 const CATEGORY_NAMES: Readonly<Record<string, string>> = { '1': 'Dogs', '2': 'Cats', '3': 'Birds', '4': 'Fish' };
 

@@ -1,8 +1,10 @@
 /**
- * The federation example's router: @apollo/gateway composes the subgraphs at start from their
- * `_service { sdl }` (IntrospectAndCompose) and serves the supergraph with Apollo Server. A client's
- * `Authorization` header is passed on to every subgraph, so the pet store gateway forwards that
- * client's own API key upstream (and uses its configured key when there is none).
+ * The federation example's second router (ROUTER=apollo): @apollo/gateway, which Apollo keeps in
+ * maintenance, serving the supergraph with Apollo Server. It takes a composed supergraph (what
+ * `npm run supergraph:compose` writes), or composes at start from the subgraphs' `_service { sdl }`
+ * (IntrospectAndCompose). A client's `Authorization` header is passed on to the pet store subgraph,
+ * so the pet store gateway forwards that client's own API key upstream (and uses its configured key
+ * when there is none); W3C Trace Context headers go to every subgraph.
  */
 
 import { ApolloGateway, IntrospectAndCompose, RemoteGraphQLDataSource } from '@apollo/gateway';
@@ -14,30 +16,50 @@ import type { SubgraphHandle } from './adoptions.js';
 export interface RouterOptions {
   readonly port: number;
   readonly host?: string;
-  readonly subgraphs: readonly { readonly name: string; readonly url: string }[];
+  /** A composed supergraph; or else `subgraphs`, composed at start. */
+  readonly supergraphSdl?: string;
+  readonly subgraphs?: readonly { readonly name: string; readonly url: string }[];
   readonly logger?: Logger;
 }
 
-interface RouterContext {
-  readonly authorization: string | undefined;
-}
+/** The client headers each subgraph is sent; nothing else of the client's request reaches them. */
+const FORWARDED = ['traceparent', 'tracestate'] as const;
+const FORWARDED_TO_PETSTORE = ['authorization', ...FORWARDED] as const;
+
+type RouterContext = Readonly<Partial<Record<(typeof FORWARDED_TO_PETSTORE)[number], string>>>;
 
 export async function startRouter(options: RouterOptions): Promise<SubgraphHandle> {
   const gateway = new ApolloGateway({
-    supergraphSdl: new IntrospectAndCompose({ subgraphs: options.subgraphs.map(({ name, url }) => ({ name, url })) }),
-    buildService: ({ url }) =>
+    supergraphSdl:
+      options.supergraphSdl ??
+      new IntrospectAndCompose({ subgraphs: (options.subgraphs ?? []).map(({ name, url }) => ({ name, url })) }),
+    buildService: ({ name, url }) =>
       new RemoteGraphQLDataSource<RouterContext>({
         url,
         willSendRequest({ request, context }) {
-          if (context.authorization) request.http?.headers.set('authorization', context.authorization);
+          for (const header of name === 'petstore' ? FORWARDED_TO_PETSTORE : FORWARDED) {
+            const value = context[header];
+            if (value) request.http?.headers.set(header, value);
+          }
         },
       }),
     ...(options.logger ? { logger: options.logger } : {}),
   });
-  const server = new ApolloServer<RouterContext>({ gateway, ...(options.logger ? { logger: options.logger } : {}) });
+  const server = new ApolloServer<RouterContext>({
+    gateway,
+    // Subgraph errors reach the client with their extensions, but never with the router's stack.
+    includeStacktraceInErrorResponses: false,
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
   const { url } = await startStandaloneServer(server, {
     listen: { port: options.port, ...(options.host ? { host: options.host } : {}) },
-    context: async ({ req }) => ({ authorization: req.headers.authorization }),
+    context: async ({ req }) =>
+      Object.fromEntries(
+        FORWARDED_TO_PETSTORE.flatMap((header) => {
+          const value = req.headers[header];
+          return typeof value === 'string' ? [[header, value]] : [];
+        }),
+      ),
   });
   return { url, close: () => server.stop() };
 }
