@@ -10,16 +10,13 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDisableSuggestions } from '@apollo/server/plugin/disableSuggestions';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import {
-  ApolloServerPluginLandingPageLocalDefault,
-  ApolloServerPluginLandingPageProductionDefault,
-} from '@apollo/server/plugin/landingPage/default';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse } from 'graphql';
 import type { Config } from '../config.js';
 import { createContext, type GatewayContext } from './context.js';
 import { formatError } from './format-error.js';
 import { createHttpHandler } from './http.js';
+import { createLandingPage } from './landing-page.js';
 import type { LookupStats } from './loaders/pet-loader.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, recordLimiterEvent, upstreamObserver } from './metrics.js';
@@ -94,6 +91,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
 
   const httpServer = createServer();
   const armor = armorProtection(config.limits);
+  const landingPage = createLandingPage(config.landingPage);
   const apollo = new ApolloServer<GatewayContext>({
     schema: buildSubgraphSchema([{ typeDefs, resolvers }]),
     introspection: config.introspection,
@@ -109,9 +107,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       ApolloServerPluginInlineTraceDisabled(),
       // No cache hints are used; the default plugin would wrap every field resolver to collect them.
       ApolloServerPluginCacheControlDisabled(),
-      config.production
-        ? ApolloServerPluginLandingPageProductionDefault({ footer: false })
-        : ApolloServerPluginLandingPageLocalDefault({ footer: false, embed: true }),
+      landingPage.plugin,
       ...(config.production ? [ApolloServerPluginDisableSuggestions()] : []),
       // graphql-armor is CommonJS and so names the CommonJS build's types; the plugins are the same objects.
       ...(armor.plugins as unknown as ApolloServerPlugin<GatewayContext>[]),
@@ -145,6 +141,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       maxBodyBytes: config.limits.maxBodyBytes,
       onError: (error) => logger.error({ err: error }, 'request failed'),
       metrics: metrics.registry,
+      serveAsset: landingPage.serveAsset,
     }),
   );
   await new Promise<void>((resolve, reject) => {
