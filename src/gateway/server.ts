@@ -96,6 +96,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     schema: buildSubgraphSchema([{ typeDefs, resolvers }]),
     introspection: config.introspection,
     csrfPrevention: true,
+    // main.ts owns SIGTERM/SIGINT. Apollo's own handler would stop the server, then send the signal
+    // again, which main.ts takes for a second signal and exits 1 in the middle of its drain.
+    stopOnTerminationSignals: false,
     allowBatchedHttpRequests: config.limits.allowBatchedRequests,
     validationRules: armor.validationRules,
     parseOptions: { maxTokens: config.limits.maxTokens },
