@@ -13,6 +13,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY schema ./schema
 COPY src ./src
+COPY scripts ./scripts
 RUN npm run build
 RUN npm prune --omit=dev --no-audit --no-fund
 

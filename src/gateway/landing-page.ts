@@ -1,14 +1,12 @@
 /**
  * What a browser gets at GET /graphql (LANDING_PAGE): Apollo Sandbox, Apollo's production page,
  * nothing, or GraphiQL. Sandbox's script comes from Apollo's CDN, so it is blank without internet
- * access; GraphiQL is served whole by this process from its npm packages (graphiql 3's UMD build and
- * React 18's UMD builds, the last of either to ship one), so it works offline.
+ * access; GraphiQL is served whole by this process (its files: graphiql-files.ts), so it works
+ * offline.
  */
 
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
@@ -17,9 +15,7 @@ import {
   ApolloServerPluginLandingPageProductionDefault,
 } from '@apollo/server/plugin/landingPage/default';
 import type { LandingPage } from '../config.js';
-
-/** Where GraphiQL's files are served; each URL names its package version, so it never changes. */
-export const GRAPHIQL_ASSET_PREFIX = '/graphiql/';
+import { GRAPHIQL_PREFIX, type GraphiqlFileName, locateGraphiqlFiles } from './graphiql-files.js';
 
 export interface LandingPageSetup {
   readonly plugin: ApolloServerPlugin<BaseContext>;
@@ -46,28 +42,17 @@ interface Asset {
   gzipped?: Buffer;
 }
 
-const JS = 'text/javascript; charset=utf-8';
-/** The page's files: [package, file in it, Content-Type]. */
-const FILES = {
-  react: ['react', 'umd/react.production.min.js', JS],
-  reactDom: ['react-dom', 'umd/react-dom.production.min.js', JS],
-  script: ['graphiql', 'graphiql.min.js', JS],
-  styles: ['graphiql', 'graphiql.min.css', 'text/css; charset=utf-8'],
-} as const;
-type FileName = keyof typeof FILES;
-
 function createGraphiql(): LandingPageSetup {
-  // Read from the packages installed beside the gateway, once: a missing package fails at start.
-  const require = createRequire(import.meta.url);
+  // Read once, at start: a missing file fails there, not on a browser's first visit.
+  const files = locateGraphiqlFiles();
   const assets = new Map<string, Asset>();
-  const urls = {} as Record<FileName, string>;
-  for (const [name, [pkg, file, type]] of Object.entries(FILES) as [FileName, (typeof FILES)[FileName]][]) {
-    const manifest = require.resolve(`${pkg}/package.json`);
-    const { version } = JSON.parse(readFileSync(manifest, 'utf8')) as { version: string };
-    urls[name] = `${GRAPHIQL_ASSET_PREFIX}${pkg}@${version}/${file}`;
-    assets.set(urls[name], { type, body: readFileSync(join(dirname(manifest), file)) });
-  }
-  const html = graphiqlHtml(urls);
+  for (const { url, type, path } of Object.values(files)) assets.set(url, { type, body: readFileSync(path) });
+  const html = graphiqlHtml({
+    react: files.react.url,
+    reactDom: files.reactDom.url,
+    script: files.script.url,
+    styles: files.styles.url,
+  });
   return {
     plugin: {
       async serverWillStart() {
@@ -93,7 +78,7 @@ function sendAsset(req: IncomingMessage, res: ServerResponse, pathname: string, 
     return;
   }
   // The URL names the package version, so the content never changes under it (RFC 8246, immutable).
-  const etag = `"${pathname.slice(GRAPHIQL_ASSET_PREFIX.length)}"`;
+  const etag = `"${pathname.slice(GRAPHIQL_PREFIX.length)}"`;
   res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
   res.setHeader('ETag', etag);
   res.setHeader('Vary', 'Accept-Encoding');
@@ -127,7 +112,7 @@ export function acceptsGzip(header: string | undefined): boolean {
   return false;
 }
 
-function graphiqlHtml(urls: Readonly<Record<FileName, string>>): string {
+function graphiqlHtml(urls: Readonly<Record<GraphiqlFileName, string>>): string {
   const defaultQuery = `# GraphiQL, served by the gateway
 # itself: it works offline.
 # Run: play button or Ctrl-Enter.

@@ -156,7 +156,7 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
       (name) => existsSync(join(runtime.workdir, 'node_modules', name)) && !needed.has(name),
     );
     expect(present).toEqual([]);
-    for (const tool of ['typescript', 'vitest', '@biomejs/biome', 'playwright-core']) {
+    for (const tool of ['typescript', 'vitest', '@biomejs/biome', 'playwright-core', 'graphiql', 'react']) {
       expect(existsSync(join(runtime.workdir, 'node_modules', tool)), tool).toBe(false);
     }
     expect(existsSync(join(runtime.workdir, 'node_modules', '.bin', 'tsc'))).toBe(false);
@@ -211,6 +211,17 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
     expect(response.status).toBe(200);
     expect(response.body.errors).toBeUndefined();
     expect(response.body.data?.pets.nodes).toHaveLength(3);
+
+    // compose.yaml picks GraphiQL: its files come from dist/, with no graphiql or React package.
+    expect(gatewayService.LANDING_PAGE).toBe('graphiql');
+    const page = await (await fetch(url, { headers: { accept: 'text/html' } })).text();
+    const files = [...page.matchAll(/\b(?:src|href)="(\/graphiql\/[^"]+)"/g)].map((match) => match[1] as string);
+    expect(files).toHaveLength(4);
+    for (const file of files) {
+      const asset = await fetch(new URL(file, url));
+      expect(asset.status, file).toBe(200);
+      expect((await asset.arrayBuffer()).byteLength, file).toBeGreaterThan(1_000);
+    }
 
     // The HEALTHCHECK command, run as Docker would inside the container (PORT from the environment).
     const [healthCommand, ...healthArgs] = runtime.healthcheck ?? [];
