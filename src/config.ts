@@ -7,6 +7,8 @@
 export type Plan = 'free' | 'pro' | 'business' | 'enterprise';
 export type PetLookup = 'auto' | 'list' | 'legacy';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+/** LANDING_PAGE; `production` (Apollo's production page) is only the default under NODE_ENV=production. */
+export type LandingPage = 'sandbox' | 'graphiql' | 'none' | 'production';
 
 /** One client-side budget: `count` requests per `windowMs`. */
 export interface RateWindow {
@@ -39,6 +41,8 @@ export interface Config {
   readonly development: boolean;
   readonly introspection: boolean;
   readonly logLevel: LogLevel;
+  /** What a browser gets at GET /graphql. */
+  readonly landingPage: LandingPage;
   readonly limits: OperationLimits;
 }
 
@@ -94,6 +98,7 @@ export function parseConfig(env: Env): Config {
     development: env.NODE_ENV === 'development',
     introspection: parseBoolean(env, 'INTROSPECTION', !production),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+    landingPage: parseLandingPage(env, production),
     limits: Object.freeze({
       maxDepth: integer(env, 'MAX_DEPTH', 6, 1, 100),
       // graphql-armor's default is 15; 100 keeps a router's or client's batch of 100 pet lookups in one operation.
@@ -123,6 +128,11 @@ function oneOf<T extends string>(env: Env, name: string, accepted: readonly T[],
   const raw = value(env, name) ?? fallback;
   if (!accepted.includes(raw as T)) throw new ConfigError(`${name} must be one of ${accepted.join(', ')}`);
   return raw as T;
+}
+
+function parseLandingPage(env: Env, production: boolean): LandingPage {
+  if (production && value(env, 'LANDING_PAGE') === undefined) return 'production';
+  return oneOf(env, 'LANDING_PAGE', ['sandbox', 'graphiql', 'none'], 'sandbox');
 }
 
 function parsePort(env: Env): number {

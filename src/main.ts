@@ -3,7 +3,7 @@
  * configured, and serve the gateway. The only place that reads the environment or picks ports.
  */
 
-import { ConfigError, parseConfig } from './config.js';
+import { ConfigError, type LandingPage, parseConfig } from './config.js';
 import { createLogger } from './gateway/logger.js';
 import { createGateway } from './gateway/server.js';
 import { demoCatalogue } from './petstore/seed.js';
@@ -35,7 +35,12 @@ console.log(
     ? `Upstream: the embedded reference Pet Store at ${embedded.url} (demo catalogue; set PETSTORE_BASE_URL to front a real one)`
     : `Upstream: ${config.petstoreBaseUrl}`,
 );
-if (!config.production) console.log(`Open ${gateway.url} in a browser for Apollo Sandbox.`);
+const explorers: Partial<Record<LandingPage, string>> = {
+  sandbox: "Apollo Sandbox (its script comes from Apollo's CDN; LANDING_PAGE=graphiql works offline)",
+  graphiql: 'GraphiQL (served by the gateway itself; works offline)',
+};
+const explorer = explorers[config.landingPage];
+if (explorer) console.log(`Open ${gateway.url} in a browser for ${explorer}.`);
 
 /**
  * SIGTERM/SIGINT: stop accepting, let in-flight requests finish (Apollo's drain plugin gives them

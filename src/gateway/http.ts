@@ -27,6 +27,8 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
   readonly onError: (error: unknown) => void;
   /** Serves `/metrics` (Prometheus text format). */
   readonly metrics?: { readonly contentType: string; metrics(): Promise<string> };
+  /** Serves the landing page's own files (GraphiQL's); returns false for a path that is not one. */
+  readonly serveAsset?: ((req: IncomingMessage, res: ServerResponse, pathname: string) => boolean) | undefined;
 }
 
 export function createHttpHandler<TContext extends BaseContext = GatewayContext>(
@@ -51,6 +53,7 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
       res.end(text);
       return;
     }
+    if (options.serveAsset?.(req, res, url.pathname)) return;
     if (url.pathname !== '/graphql' && url.pathname !== '/graphql/') {
       return sendJson(res, 404, { errors: [{ message: 'Not found: GraphQL is served at /graphql' }] });
     }

@@ -10,10 +10,6 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDisableSuggestions } from '@apollo/server/plugin/disableSuggestions';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import {
-  ApolloServerPluginLandingPageLocalDefault,
-  ApolloServerPluginLandingPageProductionDefault,
-} from '@apollo/server/plugin/landingPage/default';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse } from 'graphql';
 import type { Config } from '../config.js';
@@ -21,6 +17,7 @@ import { createContext, type GatewayContext } from './context.js';
 import { formatError } from './format-error.js';
 import { createHttpHandler } from './http.js';
 import { createCursorCodec } from './ids.js';
+import { createLandingPage } from './landing-page.js';
 import type { LookupStats } from './loaders/lookup-plan.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, recordLimiterEvent, upstreamObserver } from './metrics.js';
@@ -120,10 +117,14 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
 
   const httpServer = createServer();
   const armor = armorProtection(config.limits);
+  const landingPage = createLandingPage(config.landingPage);
   const apollo = new ApolloServer<GatewayContext>({
     schema: buildSubgraphSchema([{ typeDefs, resolvers }]),
     introspection: config.introspection,
     csrfPrevention: true,
+    // main.ts owns SIGTERM/SIGINT. Apollo's own handler would stop the server, then send the signal
+    // again, which main.ts takes for a second signal and exits 1 in the middle of its drain.
+    stopOnTerminationSignals: false,
     allowBatchedHttpRequests: config.limits.allowBatchedRequests,
     validationRules: armor.validationRules,
     parseOptions: { maxTokens: config.limits.maxTokens },
@@ -135,9 +136,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       ApolloServerPluginInlineTraceDisabled(),
       // No cache hints are used; the default plugin would wrap every field resolver to collect them.
       ApolloServerPluginCacheControlDisabled(),
-      config.production
-        ? ApolloServerPluginLandingPageProductionDefault({ footer: false })
-        : ApolloServerPluginLandingPageLocalDefault({ footer: false, embed: true }),
+      landingPage.plugin,
       ...(config.production ? [ApolloServerPluginDisableSuggestions()] : []),
       // graphql-armor is CommonJS and so names the CommonJS build's types; the plugins are the same objects.
       ...(armor.plugins as unknown as ApolloServerPlugin<GatewayContext>[]),
@@ -179,6 +178,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       maxBodyBytes: config.limits.maxBodyBytes,
       onError: (error) => logger.error({ err: error }, 'request failed'),
       metrics: metrics.registry,
+      serveAsset: landingPage.serveAsset,
     }),
   );
   await new Promise<void>((resolve, reject) => {

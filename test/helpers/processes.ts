@@ -3,10 +3,14 @@
  * run's marker in its environment (PETSTORE_TEST_RUN, set by test/global-setup.ts), so the global
  * teardown can find anything still alive, however it was started and whoever its parent is now.
  *
+ * Children that print a ready line are started with `startUntil`; a process and everything below it
+ * is stopped with `killTree`.
+ *
  * Signals go to one positive pid only: `process.kill(0, …)` signals the whole process group (npm,
  * vitest and the shell that ran them), and a negative pid a group; both are refused here.
  */
 
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
@@ -104,4 +108,109 @@ export async function findTracked(run: string, exclude: ReadonlySet<number>): Pr
     }
   }
   return found;
+}
+
+export interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export interface Started {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** The ready line's match. */
+  readonly ready: RegExpExecArray;
+  readonly exited: Promise<Exit>;
+  /** stdout and stderr so far. */
+  output(): string;
+}
+
+export interface StartOptions {
+  readonly cwd: string;
+  readonly env: Record<string, string>;
+  /** Matched against stdout and stderr; the process is ready once it matches. */
+  readonly ready: RegExp;
+  readonly timeoutMs: number;
+}
+
+export async function startUntil(command: string, args: readonly string[], options: StartOptions): Promise<Started> {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: trackedEnv(options.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error(`could not start ${command}`);
+  let output = '';
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const ready = await new Promise<RegExpExecArray>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`${command} ${args.join(' ')}: not ready within ${options.timeoutMs} ms:\n${output}`));
+    }, options.timeoutMs);
+    const collect = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      const match = options.ready.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    void exited.then((exit) => {
+      clearTimeout(timer);
+      reject(
+        new Error(`${command} ${args.join(' ')} exited (${exit.signal ?? exit.code}) before it was ready:\n${output}`),
+      );
+    });
+  }).catch(async (error: unknown) => {
+    await killTree(pid);
+    throw error;
+  });
+  return { child, pid, ready, exited, output: () => output };
+}
+
+/** The pids of every process below `pid` (children, their children…). */
+export async function descendants(pid: number): Promise<number[]> {
+  const parents = new Map<number, number[]>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
+    } catch {}
+  }
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    for (const child of parents.get(queue.shift() as number) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** SIGKILLs `pid` and everything below it, each by its own pid, and waits until all are gone. */
+export async function killTree(pid: number): Promise<void> {
+  const pids = [checkedPid(pid), ...(await descendants(pid))];
+  for (const each of pids) {
+    try {
+      process.kill(each, 'SIGKILL');
+    } catch {}
+  }
+  await waitGone(pids, 5_000);
+}
+
+/** Waits until none of `pids` exists; throws naming the survivors after `ms`. */
+export async function waitGone(pids: readonly number[], ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const alive: number[] = [];
+    for (const pid of pids) if (await isAlive(pid)) alive.push(pid);
+    if (alive.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`processes still running: ${alive.join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

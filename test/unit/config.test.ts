@@ -46,6 +46,7 @@ describe('parseConfig defaults', () => {
       development: false,
       introspection: true,
       logLevel: 'info',
+      landingPage: 'sandbox',
       limits: {
         maxDepth: 6,
         maxAliases: 100,
@@ -376,5 +377,24 @@ describe('LOG_LEVEL', () => {
 
   it.each(['verbose', 'warning', '10'])('refuses %j naming LOG_LEVEL', (value) => {
     expectRefused({ LOG_LEVEL: value }, 'LOG_LEVEL');
+  });
+});
+
+describe('LANDING_PAGE', () => {
+  it("is Apollo Sandbox by default, and Apollo's production page by default under NODE_ENV=production", () => {
+    expect(parseConfig({}).landingPage).toBe('sandbox');
+    expect(parseConfig({ NODE_ENV: 'development' }).landingPage).toBe('sandbox');
+    expect(parseConfig({ NODE_ENV: 'production' }).landingPage).toBe('production');
+    expect(parseConfig({ NODE_ENV: 'production', LANDING_PAGE: ' ' }).landingPage).toBe('production');
+  });
+
+  it.each(['sandbox', 'graphiql', 'none'] as const)('takes %s, in production too', (value) => {
+    expect(parseConfig({ LANDING_PAGE: value }).landingPage).toBe(value);
+    expect(parseConfig({ NODE_ENV: 'production', LANDING_PAGE: value }).landingPage).toBe(value);
+  });
+
+  it.each(['production', 'GraphiQL', 'playground', 'off'])('refuses %j naming LANDING_PAGE and its values', (value) => {
+    expectRefused({ LANDING_PAGE: value }, 'LANDING_PAGE');
+    expect(configError({ LANDING_PAGE: value }).message).toBe('LANDING_PAGE must be one of sandbox, graphiql, none');
   });
 });

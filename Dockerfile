@@ -1,0 +1,34 @@
+# The gateway's container image. Two stages: the build stage installs every dependency and compiles
+# src/ to dist/, then drops the development dependencies; the runtime stage holds only what
+# `node dist/main.js` reads: package.json (ESM), production node_modules, dist/ and schema/.
+#
+# test/integration/production-install.test.ts runs these very RUN lines, in order, in a fresh clone
+# and starts the result (no Docker engine runs on the machines that test it): keep to WORKDIR, COPY,
+# RUN, ENV, USER, EXPOSE, HEALTHCHECK and CMD, which it knows how to replay.
+
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY schema ./schema
+COPY src ./src
+COPY scripts ./scripts
+RUN npm run build
+RUN npm prune --omit=dev --no-audit --no-fund
+
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+# Owned by root and read-only to the user that runs them.
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/schema ./schema
+USER node
+EXPOSE 4000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 4000) + '/ready', { signal: AbortSignal.timeout(2500) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Exec form: node is PID 1 and receives SIGTERM itself (no shell in between), so `docker stop`
+# drains requests in flight and exits 0.
+CMD ["node", "dist/main.js"]
