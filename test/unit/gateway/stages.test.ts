@@ -1,0 +1,267 @@
+/**
+ * The REST client's stages, each on its own, with a plain function as the next stage: what each
+ * adds to a call is decided here, without a server; how they behave together against real
+ * upstreams is in test/integration/.
+ */
+
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/gateway/logger.js';
+import { createOperation, operationBudget } from '../../../src/gateway/rest/operation.js';
+import { pipeline, type Send, type UpstreamCall } from '../../../src/gateway/rest/pipeline.js';
+import { readRateHeaders, readRetryAfter } from '../../../src/gateway/rest/rate-headers.js';
+import { resendOnReset } from '../../../src/gateway/rest/resend.js';
+import type { UpstreamResponse } from '../../../src/gateway/rest/response.js';
+import { scrubSecret } from '../../../src/gateway/rest/scrub.js';
+import { createResponseSharing } from '../../../src/gateway/rest/sharing.js';
+import { createSlots } from '../../../src/gateway/rest/slots.js';
+
+const OK: UpstreamResponse = { status: 200, headers: {}, body: '[]' };
+
+function call(overrides: Partial<UpstreamCall> = {}): UpstreamCall {
+  const operation = createOperation({ logger: createLogger('silent'), maxWaitMs: 1_000, timeoutMs: 1_000 });
+  return {
+    key: 'k',
+    keyId: 'kid',
+    route: 'listPets',
+    url: new URL('http://store.test/v1/pets?limit=1'),
+    body: undefined,
+    operation,
+    signal: undefined,
+    dispatched: false,
+    ...overrides,
+  };
+}
+
+const reset = () => Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' });
+
+describe('pipeline', () => {
+  it('runs the stages in order, each around the next', async () => {
+    const seen: string[] = [];
+    const stage = (name: string) => (next: Send) => async (c: UpstreamCall) => {
+      seen.push(`${name} in`);
+      const response = await next(c);
+      seen.push(`${name} out`);
+      return response;
+    };
+    await pipeline([stage('a'), stage('b')], async () => {
+      seen.push('send');
+      return OK;
+    })(call());
+    expect(seen).toEqual(['a in', 'b in', 'send', 'b out', 'a out']);
+  });
+});
+
+describe('resendOnReset', () => {
+  it('sends a GET once more after a reset, sharing the first attempt', async () => {
+    const attempts: UpstreamCall[] = [];
+    const send = resendOnReset(async (c) => {
+      attempts.push(c);
+      if (attempts.length === 1) throw reset();
+      return OK;
+    });
+    expect(await send(call())).toBe(OK);
+    expect(attempts).toHaveLength(2);
+    expect(attempts[0]?.firstAttempt).toBe(attempts[1]?.firstAttempt);
+  });
+
+  it('gives up after the second reset, and never resends a POST', async () => {
+    let attempts = 0;
+    const send = resendOnReset(async () => {
+      attempts++;
+      throw reset();
+    });
+    await expect(send(call())).rejects.toThrow('other side closed');
+    expect(attempts).toBe(2);
+    attempts = 0;
+    await expect(send(call({ body: '{}' }))).rejects.toThrow('other side closed');
+    expect(attempts).toBe(1);
+  });
+
+  it('does not resend what a client that left no longer waits for', async () => {
+    let attempts = 0;
+    const controller = new AbortController();
+    const send = resendOnReset(async () => {
+      attempts++;
+      controller.abort();
+      throw reset();
+    });
+    await expect(send(call({ signal: controller.signal }))).rejects.toThrow();
+    expect(attempts).toBe(1);
+  });
+});
+
+describe('operationBudget', () => {
+  it('draws each request, refunds one that never went out, and refuses past the share', async () => {
+    const operation = createOperation({
+      logger: createLogger('silent'),
+      maxWaitMs: 1_000,
+      timeoutMs: 1_000,
+      maxRequests: 2,
+    });
+    const sent = operationBudget(async (c) => {
+      c.dispatched = true;
+      return OK;
+    });
+    const refused = operationBudget(async () => {
+      throw new Error('no budget in time');
+    });
+    await sent(call({ operation }));
+    await expect(refused(call({ operation }))).rejects.toThrow('no budget in time');
+    expect(operation.charged).toBe(1);
+    await sent(call({ operation }));
+    await expect(sent(call({ operation }))).rejects.toMatchObject({
+      extensions: { code: 'UPSTREAM_BUDGET_EXCEEDED', maxUpstreamRequests: 2, spentUpstreamRequests: 2 },
+    });
+  });
+});
+
+describe('sharing', () => {
+  it('joins identical GETs of one key, never of two keys', async () => {
+    let sends = 0;
+    const send = createResponseSharing({ ttlMs: 0 }).stage(async () => {
+      sends++;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return OK;
+    });
+    await Promise.all([send(call()), send(call()), send(call({ keyId: 'other' }))]);
+    expect(sends).toBe(2);
+  });
+
+  it('cancels a shared GET only when every operation waiting for it has gone', async () => {
+    let upstream: AbortSignal | undefined;
+    const send = createResponseSharing({ ttlMs: 0 }).stage(async (c) => {
+      upstream = c.signal;
+      return new Promise<UpstreamResponse>((resolve) => setTimeout(() => resolve(OK), 50));
+    });
+    const first = new AbortController();
+    const second = new AbortController();
+    const a = send(call({ signal: first.signal })).catch((error: unknown) => error);
+    const b = send(call({ signal: second.signal }));
+    first.abort(new Error('first client left'));
+    expect(await a).toMatchObject({ message: 'first client left' });
+    expect(upstream?.aborted).toBe(false);
+    expect(await b).toBe(OK);
+    const c = send(call({ signal: first.signal })).catch((error: unknown) => error);
+    expect(await c).toMatchObject({ message: 'first client left' });
+  });
+
+  it('drops the key cached answers when the key writes', async () => {
+    let sends = 0;
+    const sharing = createResponseSharing({ ttlMs: 60_000 });
+    const send = sharing.stage(async () => {
+      sends++;
+      return OK;
+    });
+    await send(call());
+    await send(call());
+    await send(call({ body: '{}' }));
+    await send(call());
+    expect(sends).toBe(3);
+  });
+});
+
+describe('slots', () => {
+  it('lets a key hold its share, and serves waiting clients round-robin', async () => {
+    const slots = createSlots({ perKey: 1, maxQueuedPerClient: 10 });
+    const granted: string[] = [];
+    const first = await slots.acquire('key', 'heavy', Date.now() + 5_000);
+    const waits = [
+      ...['heavy', 'heavy', 'heavy'].map((client, i) => ({ client, id: `heavy-${i}` })),
+      { client: 'light', id: 'light-0' },
+    ].map(({ client, id }) =>
+      slots.acquire('key', client, Date.now() + 5_000).then((release) => {
+        granted.push(id);
+        setImmediate(release);
+      }),
+    );
+    first();
+    await Promise.all(waits);
+    // The light client waited one turn of the heavy one, not all three.
+    expect(granted).toEqual(['heavy-0', 'light-0', 'heavy-1', 'heavy-2']);
+    await new Promise((resolve) => setImmediate(resolve));
+    // An idle key is forgotten at once.
+    expect(slots.keys).toBe(0);
+  });
+
+  it('refuses past a client queue bound and at the deadline with RATE_LIMITED, and on abort with its reason', async () => {
+    const slots = createSlots({ perKey: 1, maxQueuedPerClient: 1 });
+    const held = await slots.acquire('key', 'a', Date.now() + 5_000);
+    const queued = slots.acquire('key', 'a', Date.now() + 50);
+    await expect(slots.acquire('key', 'a', Date.now() + 5_000)).rejects.toMatchObject({
+      extensions: { code: 'RATE_LIMITED' },
+    });
+    await expect(queued).rejects.toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+    const controller = new AbortController();
+    const aborted = slots.acquire('key', 'b', Date.now() + 5_000, controller.signal);
+    controller.abort(new Error('gone'));
+    await expect(aborted).rejects.toThrow('gone');
+    expect(slots.waiting).toBe(0);
+    held();
+    expect(slots.keys).toBe(0);
+  });
+});
+
+describe('rate headers within bounds', () => {
+  const now = 1_800_000_000_000;
+  const response = (status: number, headers: Record<string, string>): UpstreamResponse => ({
+    status,
+    headers,
+    body: '',
+  });
+  const quota = (reset: string, remaining = '3') =>
+    response(200, { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': remaining, 'x-ratelimit-reset': reset });
+
+  it.each([
+    ['a Unix time', String(now / 1000 + 30), now + 30_000, false],
+    ['seconds from now', '30', now + 30_000, false],
+    ['a Unix time in 2286, clamped', '9999999999', now + 3_600_000, true],
+    ['a Unix time in 2001: the past, nothing known', '999999999', 0, false],
+  ])('reads a Reset that is %s', (_label, reset, resetAt, clamped) => {
+    expect(readRateHeaders(quota(reset), now, 3_600_000)).toMatchObject({ resetAt, clamped });
+  });
+
+  it('says nothing for missing or unreadable headers, and reads a 429 as nothing left', () => {
+    expect(readRateHeaders(response(200, {}), now, 3_600_000).resetAt).toBe(0);
+    expect(readRateHeaders(quota('30', '-1'), now, 3_600_000).resetAt).toBe(0);
+    expect(readRateHeaders(quota('30', '1.5'), now, 3_600_000).resetAt).toBe(0);
+    const tooMany = response(429, {
+      'x-ratelimit-limit': '60',
+      'x-ratelimit-remaining': '9',
+      'x-ratelimit-reset': '30',
+    });
+    expect(readRateHeaders(tooMany, now, 3_600_000).remaining).toBe(0);
+  });
+
+  it('clamps Retry-After as delay-seconds and as an HTTP-date', () => {
+    expect(readRetryAfter(response(429, { 'retry-after': '999999999' }), now, 3_600_000)).toEqual({
+      ms: 3_600_000,
+      clamped: true,
+    });
+    const in2100 = new Date(Date.UTC(2100, 0, 1)).toUTCString();
+    expect(readRetryAfter(response(429, { 'retry-after': in2100 }), now, 3_600_000)?.clamped).toBe(true);
+    expect(readRetryAfter(response(429, { 'retry-after': '2' }), now, 3_600_000)).toEqual({
+      ms: 2_000,
+      clamped: false,
+    });
+    expect(readRetryAfter(response(429, {}), now, 3_600_000)).toBeUndefined();
+  });
+});
+
+describe('scrubSecret', () => {
+  const key = 'sk_live_Zm9v/bar+baz';
+  it.each([
+    ['as is', key],
+    ['upper-cased', key.toUpperCase()],
+    ['percent-encoded', encodeURIComponent(key)],
+    ['in base64 of "Bearer <key>"', Buffer.from(`Bearer ${key}`).toString('base64')],
+    ['in base64url at another offset', Buffer.from(`ab${key}`).toString('base64url')],
+  ])('cuts the key out %s', (_label, form) => {
+    const scrubbed = scrubSecret(`rejected ${form} today`, key);
+    expect(scrubbed).toContain('[redacted]');
+    expect(scrubbed).not.toContain(form.slice(3, -3));
+  });
+
+  it('leaves other text alone', () => {
+    expect(scrubSecret('nothing to see', key)).toBe('nothing to see');
+  });
+});
