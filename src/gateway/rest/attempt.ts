@@ -28,6 +28,13 @@ export interface AttemptOptions {
   readonly onResponse?: (call: UpstreamCall, response: UpstreamResponse) => void;
 }
 
+/** The request was not sent: too little of its operation's time was left to wait for an answer. */
+export class NotSentError extends Error {
+  constructor() {
+    super('the request was not sent: too little time was left to wait for its answer');
+  }
+}
+
 /** A body over the cap, declared or read. */
 export class BodyTooLargeError extends Error {
   readonly code = 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
@@ -40,8 +47,10 @@ export function createAttempt(options: AttemptOptions): Send {
     if (call.firstAttempt !== undefined) call.firstAttempt.sentAt ??= now();
     const firstSentAt = call.firstAttempt?.sentAt ?? now();
     const ms = Math.min(firstSentAt + options.timeoutMs, operation.answerBy) - now();
-    // No time left for an answer: the request is not sent at all.
-    if (ms <= 0) throw new DOMException('no time left for the upstream to answer', 'TimeoutError');
+    // No time left for an answer: the request is not sent at all. A write needs at least half its
+    // timeout ahead (a later create of a slow mutation): one cut short could create a pet whose
+    // creation the client never learns of.
+    if (ms <= 0 || (isWrite(call) && ms < options.timeoutMs / 2)) throw new NotSentError();
     const timeout = AbortSignal.timeout(ms);
     const signal = isWrite(call) || call.signal === undefined ? timeout : AbortSignal.any([timeout, call.signal]);
     if (signal.aborted) throw signal.reason;

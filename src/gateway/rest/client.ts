@@ -10,7 +10,7 @@ import { Pool } from 'undici';
 import { fromUpstreamStatus, type UpstreamErrorBody, upstreamUnavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PetModel } from '../models.js';
-import { BodyTooLargeError, createAttempt, type UpstreamObserver } from './attempt.js';
+import { BodyTooLargeError, createAttempt, NotSentError, type UpstreamObserver } from './attempt.js';
 import { parseJson, toErrorBody, toPet, toPets } from './json.js';
 import { keyIdOf } from './key-id.js';
 import { isPetsPageUrl, nextLink } from './link.js';
@@ -263,6 +263,7 @@ function withoutKey(body: UpstreamErrorBody | undefined, key: string): UpstreamE
 /** A reason without URLs or credentials, fit for a client. */
 function describeNetworkError(error: unknown): string {
   const { code, name } = (error ?? {}) as { code?: string; name?: string };
+  if (error instanceof NotSentError) return 'was not asked: too little time was left to wait for its answer';
   if (error instanceof BodyTooLargeError || code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
     return 'answered a body larger than allowed';
   }
