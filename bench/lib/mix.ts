@@ -14,25 +14,42 @@ import { send } from './targets.js';
 
 const PAGE_SIZES = Array.from({ length: 100 }, (_, index) => index + 1);
 const STATUSES = [undefined, 'available', 'pending', 'sold'];
-/** More pages than one connection walk can take is a loop in the walk, not a catalogue. */
+/** More pages than this in one walk is a loop, not the catalogue. */
 const MAX_PAGES_PER_WALK = 1000;
+/** Requests in flight at once while walking and checking: enough to be quick, few enough not to look like load. */
+const CHECK_CONCURRENCY = 8;
 
-/** Walks every page of every (size, status) through the gateway at `url`, collecting each page's query. */
+/**
+ * Walks every page of every (size, status) through the gateway at `url`, several walks at a time
+ * (each walk is sequential: a page's cursor comes from the page before), collecting each page's query.
+ */
 export async function collectMix(url: string): Promise<PageQuery[]> {
-  const pages: PageQuery[] = [];
-  for (const status of STATUSES) {
-    for (const limit of PAGE_SIZES) {
-      let after: PageQuery['after'];
-      for (let walked = 0; ; walked++) {
-        if (walked === MAX_PAGES_PER_WALK) throw new Error(`mix: the walk of limit ${limit} does not end`);
-        pages.push({ limit, status, after });
-        const page = await walkStep(url, { limit, status, after });
-        if (!page.hasNextPage) break;
-        after = { id: page.lastId, cursor: page.endCursor };
-      }
+  const walks = STATUSES.flatMap((status) => PAGE_SIZES.map((limit) => ({ limit, status })));
+  const walked: PageQuery[][] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let index = next++; index < walks.length; index = next++) {
+      walked[index] = await walk(url, walks[index] as { limit: number; status: string | undefined });
     }
+  };
+  await Promise.all(Array.from({ length: CHECK_CONCURRENCY }, worker));
+  return shuffle(walked.flat(), 20261122);
+}
+
+/** Every page of one (size, status), first to last. */
+async function walk(
+  url: string,
+  { limit, status }: { limit: number; status: string | undefined },
+): Promise<PageQuery[]> {
+  const pages: PageQuery[] = [];
+  let after: PageQuery['after'];
+  for (let walked = 0; ; walked++) {
+    if (walked === MAX_PAGES_PER_WALK) throw new Error(`mix: the walk of limit ${limit} does not end`);
+    pages.push({ limit, status, after });
+    const page = await walkStep(url, { limit, status, after });
+    if (!page.hasNextPage) return pages;
+    after = { id: page.lastId, cursor: page.endCursor };
   }
-  return shuffle(pages, 20261122);
 }
 
 interface Step {
@@ -102,7 +119,7 @@ export async function checkMix(
   let rounded: string | undefined;
   for (let start = 0; start < mix.length; start += CHECK_CONCURRENCY) {
     const pages = mix.slice(start, start + CHECK_CONCURRENCY);
-    const answers = await Promise.all(pages.map((page) => send(target, target.request(page))));
+    const answers = await Promise.all(pages.map((page) => send(target, target.request(page, 'variables'))));
     for (const [offset, { status, body, text }] of answers.entries()) {
       const page = pages[offset] as PageQuery;
       const want = expected[start + offset] as readonly string[];
@@ -121,9 +138,6 @@ export async function checkMix(
   }
   return rounded === undefined ? {} : { rounded };
 }
-
-/** Pages in flight at once while checking: enough to be quick, few enough not to look like load. */
-const CHECK_CONCURRENCY = 8;
 
 /** Pets per page, averaged over the mix (the one-call workload asks for 20). */
 export function meanPageSize(expected: readonly (readonly string[])[]): number {

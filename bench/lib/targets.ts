@@ -1,11 +1,11 @@
-import { isLosslessNumber, parse } from 'lossless-json';
-
 /**
  * The ways of asking for one page of pets that `npm run bench:throughput` compares: REST on the
  * store, this gateway, Tailcall and GraphQL Mesh. Each target turns the same page (size, status
  * filter, position) into its own request and reads the pets back out of its own answer, so every
  * workload is expressed once and checked the same way on all of them.
  */
+
+import { isLosslessNumber, parse } from 'lossless-json';
 
 /** One page of the store's `GET /v1/pets`: `limit`, an optional `status`, and where it starts. */
 export interface PageQuery {
@@ -18,6 +18,9 @@ export interface PageQuery {
    */
   readonly after?: { readonly id: string; readonly cursor: string } | undefined;
 }
+
+/** How a GraphQL request carries its arguments: inline, or in one document with variables. */
+export type Form = 'literal' | 'variables';
 
 export interface HttpRequest {
   readonly method: 'GET' | 'POST';
@@ -36,7 +39,8 @@ export interface Target {
   readonly pid: number;
   /** A file the server logs to, shown if it never answers. */
   readonly log?: string | undefined;
-  request(page: PageQuery): HttpRequest;
+  /** The page as this target asks for it; GraphQL targets write arguments as literals unless told `variables`. */
+  request(page: PageQuery, form?: Form): HttpRequest;
   /** The pets' ids in an answer, or undefined when it is not a clean page (errors, wrong shape). */
   ids(body: unknown): string[] | undefined;
 }
@@ -67,12 +71,12 @@ export function gatewayTarget(name: string, url: string, pid: number): Target {
     name,
     origin: endpoint.origin,
     pid,
-    request: (page) => {
-      const args = [`first: ${page.limit}`];
-      if (page.status !== undefined) args.push(`status: ${page.status.toUpperCase()}`);
-      if (page.after !== undefined) args.push(`after: ${JSON.stringify(page.after.cursor)}`);
-      return graphqlPost(endpoint, `{ pets(${args.join(', ')}) { nodes { id name status } } }`);
-    },
+    request: (page, form) =>
+      graphqlPost(endpoint, form, 'pets', '{ nodes { id name status } }', [
+        { name: 'first', type: 'Int!', value: page.limit, literal: String(page.limit) },
+        { name: 'status', type: 'PetStatus', value: page.status?.toUpperCase(), literal: page.status?.toUpperCase() },
+        { name: 'after', type: 'String', value: page.after?.cursor, literal: quoted(page.after?.cursor) },
+      ]),
     ids: (body) => idsOf(dataOf(body)?.pets?.nodes),
   };
 }
@@ -85,7 +89,12 @@ export function tailcallTarget(name: string, url: string, pid: number, log: stri
     origin: endpoint.origin,
     pid,
     log,
-    request: (page) => graphqlPost(endpoint, `{ pets(${restArguments(page)}) { id name status } }`),
+    request: (page, form) =>
+      graphqlPost(endpoint, form, 'pets', '{ id name status }', [
+        { name: 'limit', type: 'Int', value: page.limit, literal: String(page.limit) },
+        { name: 'status', type: 'String', value: page.status, literal: quoted(page.status) },
+        { name: 'after', type: 'String', value: page.after?.id, literal: quoted(page.after?.id) },
+      ]),
     ids: (body) => idsOf(dataOf(body)?.pets),
   };
 }
@@ -98,25 +107,57 @@ export function meshTarget(name: string, url: string, pid: number, log: string):
     origin: endpoint.origin,
     pid,
     log,
-    request: (page) => {
-      const args = [`limit: ${page.limit}`];
-      if (page.status !== undefined) args.push(`status: ${page.status}`);
-      if (page.after !== undefined) args.push(`after: ${page.after.id}`);
-      return graphqlPost(endpoint, `{ listPets(${args.join(', ')}) { ... on Pet { id name status } } }`);
-    },
+    request: (page, form) =>
+      graphqlPost(endpoint, form, 'listPets', '{ ... on Pet { id name status } }', [
+        { name: 'limit', type: 'PositiveInt', value: page.limit, literal: String(page.limit) },
+        { name: 'status', type: 'PetStatus', value: page.status, literal: page.status },
+        { name: 'after', type: 'BigInt', value: page.after?.id, literal: page.after?.id },
+      ]),
     ids: (body) => idsOf(dataOf(body)?.listPets),
   };
 }
 
-function restArguments(page: PageQuery): string {
-  const args = [`limit: ${page.limit}`];
-  if (page.status !== undefined) args.push(`status: ${JSON.stringify(page.status)}`);
-  if (page.after !== undefined) args.push(`after: ${JSON.stringify(page.after.id)}`);
-  return args.join(', ');
+const quoted = (text: string | undefined): string | undefined =>
+  text === undefined ? undefined : JSON.stringify(text);
+
+/** One argument of a root field: its GraphQL type for a variable, its value, and its literal; absent when undefined. */
+interface Argument {
+  readonly name: string;
+  readonly type: string;
+  readonly value: string | number | undefined;
+  readonly literal: string | undefined;
 }
 
-function graphqlPost(endpoint: URL, query: string): HttpRequest {
-  return { method: 'POST', path: endpoint.pathname, headers: JSON_HEADERS, body: JSON.stringify({ query }) };
+/**
+ * `{ field(a: 1) selection }` with literals, or `query Page($a: T) { field(a: $a) selection }`
+ * with `variables`: one document for every page of the same shape, as a client sends it. Only the
+ * arguments a page sets are declared (Tailcall 1.0.0 refuses a declared variable left out of
+ * `variables`, which the GraphQL spec allows).
+ */
+function graphqlPost(
+  endpoint: URL,
+  form: Form | undefined,
+  field: string,
+  selection: string,
+  args: readonly Argument[],
+): HttpRequest {
+  let query: string;
+  let variables: Record<string, string | number> | undefined;
+  if (form === 'variables') {
+    const given = args.filter((arg) => arg.value !== undefined);
+    const declared = given.map((arg) => `$${arg.name}: ${arg.type}`).join(', ');
+    query = `query Page(${declared}) { ${field}(${given.map((arg) => `${arg.name}: $${arg.name}`).join(', ')}) ${selection} }`;
+    variables = Object.fromEntries(given.map((arg) => [arg.name, arg.value as string | number]));
+  } else {
+    const given = args.filter((arg) => arg.literal !== undefined).map((arg) => `${arg.name}: ${arg.literal}`);
+    query = `{ ${field}(${given.join(', ')}) ${selection} }`;
+  }
+  return {
+    method: 'POST',
+    path: endpoint.pathname,
+    headers: JSON_HEADERS,
+    body: JSON.stringify(variables === undefined ? { query } : { query, variables }),
+  };
 }
 
 /** `data` of an answer without `errors`; its fields are checked one by one by the callers. */
