@@ -55,6 +55,9 @@ if (mode === 'store') {
     PETSTORE_RATE_LIMITS: 'off',
     NODE_ENV: 'production',
     LOG_LEVEL: 'silent',
+    // Fixed, so every gateway of a run accepts the others' cursors, as replicas do (the mix walks
+    // pages through one gateway and replays them on the rest). Not a secret: loopback, bench only.
+    CURSOR_SECRET: 'bench-cursors-on-loopback-only',
     ...Object.fromEntries(settings.map((setting) => setting.split(/=(.*)/s, 2))),
   });
   const gateway = await createGateway(config, { host: '127.0.0.1' });
