@@ -4,7 +4,9 @@
  *
  *   store            the reference Pet Store with the demo catalogue and key `k` (limits no run reaches);
  *                    answers `{ type: 'count' }` with the requests it has served and how many were not 200
- *   gateway STORE    our gateway (createGateway) in front of STORE, PETSTORE_RATE_LIMITS=off, production
+ *   gateway STORE [NAME=value ...]
+ *                    our gateway (createGateway) in front of STORE, PETSTORE_RATE_LIMITS=off, production;
+ *                    each NAME=value is one more setting (e.g. PETSTORE_COALESCE=false)
  *
  * Each sends `{ type: 'ready', url }` once listening and stops on SIGTERM or when the parent goes away.
  */
@@ -26,7 +28,7 @@ const { parseConfig } = (await import(
 
 const BENCH_KEY = 'k';
 
-const [mode, upstream] = process.argv.slice(2);
+const [mode, upstream, ...settings] = process.argv.slice(2);
 const send = (message: unknown): void => void process.send?.(message);
 
 let close: () => Promise<void>;
@@ -53,12 +55,16 @@ if (mode === 'store') {
     PETSTORE_RATE_LIMITS: 'off',
     NODE_ENV: 'production',
     LOG_LEVEL: 'silent',
+    // Fixed, so every gateway of a run accepts the others' cursors, as replicas do (the mix walks
+    // pages through one gateway and replays them on the rest). Not a secret: loopback, bench only.
+    CURSOR_SECRET: 'bench-cursors-on-loopback-only',
+    ...Object.fromEntries(settings.map((setting) => setting.split(/=(.*)/s, 2))),
   });
   const gateway = await createGateway(config, { host: '127.0.0.1' });
   close = gateway.close;
   send({ type: 'ready', url: gateway.url });
 } else {
-  console.error('usage: throughput-child.ts store | gateway <store base URL>');
+  console.error('usage: throughput-child.ts store | gateway <store base URL> [NAME=value ...]');
   process.exit(2);
 }
 

@@ -1,41 +1,57 @@
 /**
- * `npm run bench:throughput`: one page of 20 pets, side by side in one run, on a 2-core machine:
+ * `npm run bench:throughput`: this gateway side by side with REST direct, Tailcall and GraphQL Mesh,
+ * all in one run on a 2-core machine, printed as Markdown the README can quote verbatim.
  *
- *   1. REST direct      GET /v1/pets?limit=20 on the reference store
- *   2. our gateway      { pets(first: 20) { nodes { id name status } } }
- *   3. Mesh v1 / Hive   { listPets(limit: 20) { ... on Pet { id name status } } }  (when bench/mesh is set up)
+ * Rows: REST direct on the reference store; Tailcall 1.0.0 with `dedupe` and without; this gateway
+ * with coalescing on (the default) and off (`PETSTORE_COALESCE=false`); Mesh v1 + Hive Gateway. A
+ * peer that is not installed (bench/tailcall, bench/mesh) is skipped with a one-line note.
  *
- * Every server is its own process: the gateway under test pinned to core 1 (`taskset -c 1`), the
- * reference store and the load tool on core 0. The store's key has limits no run reaches and our
- * gateway runs with PETSTORE_RATE_LIMITS=off, so both measure plumbing, not rate limiting. Load:
- * wrk (closed loop, one thread) when installed, else autocannon. Each target gets a warm-up, then
- * BENCH_ROUNDS measured runs interleaved across targets; the table shows medians.
+ * Workloads:
+ *   one call      the same page of 20 pets on every request, `{ pets(first: 20) { nodes { id name
+ *                 status } } }` or its equivalent: what sharing identical requests in flight can flatter
+ *   distinct mix  ~1,400 different pages (sizes 1–100, status filters, cursors) in turn (bench/lib/mix.ts),
+ *                 GraphQL with variables: every request is its own upstream call; on every target that
+ *                 answers every page as the store does
+ * and a memory phase: peak resident set while 200 connections send the one-call request.
+ *
+ * Every server is its own process: the one under test pinned to core 1 (`taskset -c 1`), the
+ * reference store, the load tool and this script on core 0. The store's key has limits no run
+ * reaches and the gateway runs with PETSTORE_RATE_LIMITS=off, so all measure plumbing, not rate
+ * limiting. Load: wrk (closed loop, one thread) when installed, else autocannon (one call only).
+ * Each target gets a warm-up, then BENCH_ROUNDS measured runs interleaved across targets; the
+ * tables show medians. Progress goes to stderr, the report to stdout.
  *
  * Settings: BENCH_TOOL (wrk | autocannon), BENCH_CONNECTIONS (32), BENCH_WARMUP (5 s),
  * BENCH_DURATION (10 s), BENCH_ROUNDS (3).
  */
 
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const MESH_DIR = join(ROOT, 'bench/mesh');
-const HIVE_BIN = join(MESH_DIR, 'node_modules/.bin/hive-gateway');
-const COMPOSE_BIN = join(MESH_DIR, 'node_modules/.bin/mesh-compose');
-const CHILD = join(ROOT, 'bench/throughput-child.ts');
-const KEY = 'k';
+import { chooseTool } from './lib/load.js';
+import { checkMix, collectMix, meanPageSize } from './lib/mix.js';
+import { meshSkipped, startMesh, startTailcall, tailcallVersion } from './lib/peers.js';
+import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
+import { formatReport, loadAverage, ROW } from './lib/report.js';
+import { answersOneCall, memoryPhase, ONE_CALL, runWorkload, type Settings } from './lib/runs.js';
+import { BENCH_KEY, type Served, startGateway, startStore, storeCounts } from './lib/servers.js';
+import {
+  gatewayTarget,
+  meshTarget,
+  type PageQuery,
+  restTarget,
+  send,
+  type Target,
+  tailcallTarget,
+} from './lib/targets.js';
 
 const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
 const WARMUP_S = positive('BENCH_WARMUP', 5);
 const DURATION_S = positive('BENCH_DURATION', 10);
 const ROUNDS = positive('BENCH_ROUNDS', 3);
-const TOOL = chooseTool();
-const LOAD_CORE = '0';
-const GATEWAY_CORE = '1';
+const TOOL = chooseTool(process.env.BENCH_TOOL);
+const RSS_CONNECTIONS = 200;
+const RSS_SECONDS = 5;
 
 function positive(name: string, fallback: number): number {
   const value = Number(process.env[name] ?? fallback);
@@ -43,181 +59,45 @@ function positive(name: string, fallback: number): number {
   return value;
 }
 
-function has(command: string, args: string[]): boolean {
-  try {
-    execFileSync(command, args, { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
+const began = performance.now();
+/** A progress line on stderr, with the seconds since the bench began. */
+const progress = (line: string): void =>
+  void process.stderr.write(`[${((performance.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
+
+/** The store, then every target in row order; a peer that is not installed becomes a note. */
+async function startTargets(scratch: string, notes: string[]): Promise<{ store: Served; targets: Target[] }> {
+  const store = await startStore(LOAD_CORE);
+  const targets: Target[] = [restTarget(ROW.rest, store.url, BENCH_KEY, store.pid)];
+  const tailcall = tailcallVersion(scratch);
+  if ('skipped' in tailcall) notes.push(tailcall.skipped);
+  else {
+    for (const dedupe of [true, false]) {
+      const peer = await startTailcall(SERVER_CORE, store.url, BENCH_KEY, dedupe, scratch);
+      targets.push(tailcallTarget(dedupe ? ROW.tailcallDedupe : ROW.tailcall, peer.url, peer.pid, peer.log));
+    }
   }
+  const on = await startGateway(SERVER_CORE, store.url);
+  targets.push(gatewayTarget(ROW.gateway, on.url, on.pid));
+  const off = await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: 'false' });
+  targets.push(gatewayTarget(ROW.gatewayOff, off.url, off.pid));
+  const mesh = meshSkipped();
+  if (mesh !== undefined) notes.push(mesh);
+  else {
+    const peer = await startMesh(SERVER_CORE, store.url, BENCH_KEY, scratch);
+    targets.push(meshTarget(ROW.mesh, peer.url, peer.pid, peer.log));
+  }
+  return { store, targets };
 }
 
-function chooseTool(): 'wrk' | 'autocannon' {
-  const wanted = process.env.BENCH_TOOL;
-  if (wanted !== undefined && wanted !== 'wrk' && wanted !== 'autocannon')
-    throw new Error('BENCH_TOOL: wrk or autocannon');
-  if (wanted === 'autocannon') return 'autocannon';
-  // wrk -v prints its version and exits 1; `command -v` is the honest test.
-  if (has('sh', ['-c', 'command -v wrk'])) return 'wrk';
-  if (wanted === 'wrk') throw new Error('BENCH_TOOL=wrk but wrk is not installed (apt-get install -y wrk)');
-  return 'autocannon';
-}
-
-/** One way of asking for the first page of 20 pets. */
-interface Target {
-  readonly name: string;
-  readonly url: string;
-  readonly method: 'GET' | 'POST';
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body?: string;
-  /** The process serving it (for its CPU time). */
-  readonly pid: number;
-  /** A file the server logs to, shown if it never answers. */
-  readonly log?: string;
-  /** Checks one answer holds 20 pets and no error. */
-  check(body: any): boolean;
-}
-
-interface Measurement {
-  readonly rps: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly requests: number;
-  /** Non-2xx answers, socket errors and timeouts. */
-  readonly errors: number;
-  /** CPU seconds the serving process used during the run, and the run's wall-clock seconds. */
-  readonly cpuS: number;
-  readonly wallS: number;
-}
-
-const children: ChildProcess[] = [];
-let scratch: string | undefined;
-
-const running = (child: ChildProcess): boolean => child.exitCode === null && child.signalCode === null;
-
-function stopAll(): void {
-  for (const child of children) if (running(child)) child.kill('SIGTERM');
-  if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
-  scratch = undefined;
-}
-
-/** Stops every child and waits for them (Hive Gateway watches the supergraph file: remove it only after). */
-async function stopAndWait(): Promise<void> {
-  await Promise.all(
-    children.filter(running).map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
-          child.once('exit', () => {
-            clearTimeout(force);
-            resolve();
-          });
-          child.kill('SIGTERM');
-        }),
-    ),
-  );
-  stopAll();
-}
-process.on('exit', stopAll);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    stopAll();
-    process.exit(130);
-  });
-}
-
-/** Spawns `command` pinned to `core`. */
-function pinned(core: string, command: string, args: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
-  const child = spawn('taskset', ['-c', core, command, ...args], options);
-  children.push(child);
-  return child;
-}
-
-/** Starts a throughput-child.ts server pinned to `core` and waits for its URL. */
-async function startChild(core: string, args: string[]): Promise<{ child: ChildProcess; url: string; pid: number }> {
-  const child = pinned(core, process.execPath, ['--import', 'tsx', CHILD, ...args], {
-    cwd: ROOT,
-    // As deployed, and as Hive Gateway runs here: graphql-js skips its development checks.
-    env: { ...process.env, NODE_ENV: 'production' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`throughput-child ${args[0]} exited with ${code}`)));
-    child.on('message', (message: { type?: string; url?: string }) => {
-      if (message?.type === 'ready' && message.url) resolve(message.url);
-    });
-  });
-  return { child, url, pid: child.pid as number };
-}
-
-function storeCounts(store: ChildProcess): Promise<{ requests: number; notOk: number }> {
-  return new Promise((resolve) => {
-    const onMessage = (message: { type?: string; requests: number; notOk: number }): void => {
-      if (message?.type !== 'count') return;
-      store.off('message', onMessage);
-      resolve({ requests: message.requests, notOk: message.notOk });
-    };
-    store.on('message', onMessage);
-    store.send({ type: 'count' });
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-/** Composes a supergraph against `storeUrl` and starts Hive Gateway on it, one process, pinned. */
-async function startMesh(storeUrl: string, dir: string): Promise<{ url: string; log: string; pid: number }> {
-  const supergraph = join(dir, 'supergraph.graphql');
-  execFileSync(COMPOSE_BIN, ['-o', supergraph], {
-    cwd: MESH_DIR,
-    env: { ...process.env, PETSTORE_URL: storeUrl },
-    stdio: 'ignore',
-  });
-  const port = await freePort();
-  // cwd is the scratch folder, so Hive Gateway serves the supergraph alone (bench/mesh/mesh.config.ts
-  // would be picked up as its config file).
-  const hive = pinned(
-    GATEWAY_CORE,
-    process.execPath,
-    [HIVE_BIN, 'supergraph', supergraph, '--port', String(port), '--fork', '1'],
-    { cwd: dir, env: { ...process.env, NODE_ENV: 'production', TOKEN: KEY }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  // Its log goes to a file in the scratch folder, shown only if it never serves.
-  const log = join(dir, 'hive-gateway.log');
-  for (const stream of [hive.stdout, hive.stderr]) stream?.on('data', (chunk: Buffer) => appendFileSync(log, chunk));
-  return { url: `http://127.0.0.1:${port}/graphql`, log, pid: hive.pid as number };
-}
-
-async function send(target: Target): Promise<{ ok: boolean; text: string }> {
-  const response = await fetch(target.url, {
-    method: target.method,
-    headers: target.headers,
-    ...(target.body === undefined ? {} : { body: target.body }),
-  });
-  const text = await response.text();
-  let ok = false;
-  try {
-    ok = response.ok && target.check(JSON.parse(text));
-  } catch {}
-  return { ok, text };
-}
-
+/** Waits until `target` answers the one-call request with 20 pets. */
 async function waitUntilServing(target: Target, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
     try {
-      const { ok, text } = await send(target);
-      if (ok) return;
-      last = text;
+      const answer = await answersOneCall(target);
+      if (answer.ok) return;
+      last = answer.text;
     } catch (error) {
       last = String(error);
     }
@@ -225,249 +105,125 @@ async function waitUntilServing(target: Target, timeoutMs = 30_000): Promise<voi
   }
   const log =
     target.log !== undefined && existsSync(target.log)
-      ? `
-its log:
-${readFileSync(target.log, 'utf8').slice(-2000)}`
+      ? `\nits log:\n${readFileSync(target.log, 'utf8').slice(-2000)}`
       : '';
   throw new Error(`${target.name} did not answer correctly within ${timeoutMs} ms: ${last.slice(0, 300)}${log}`);
 }
 
-function wrkScript(target: Target): string {
-  const lines = [`wrk.method = "${target.method}"`];
-  for (const [name, value] of Object.entries(target.headers)) lines.push(`wrk.headers["${name}"] = "${value}"`);
-  if (target.body !== undefined) lines.push(`wrk.body = [==[${target.body}]==]`);
-  lines.push(
-    'done = function(summary, latency, requests)',
-    '  local e = summary.errors',
-    '  io.write(string.format("RESULT %d %d %d %f %f\\n", summary.requests, summary.duration,',
-    '    e.connect + e.read + e.write + e.status + e.timeout, latency:percentile(50), latency:percentile(99)))',
-    'end',
-  );
-  return `${lines.join('\n')}\n`;
-}
-
-/** Runs the load tool (pinned to the load core) against `target` for `seconds`. */
-async function load(
-  target: Target,
-  seconds: number,
-  dir: string,
-  connections = CONNECTIONS,
-): Promise<Omit<Measurement, 'cpuS' | 'wallS'>> {
-  if (TOOL === 'wrk') {
-    const script = join(dir, 'request.lua');
-    writeFileSync(script, wrkScript(target));
-    const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, target.url];
-    const out = await run(pinned(LOAD_CORE, 'wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] }));
-    const match = /^RESULT (\d+) (\d+) (\d+) ([\d.]+) ([\d.]+)$/m.exec(out);
-    if (!match) throw new Error(`unexpected wrk output:\n${out}`);
-    const [requests, durationUs, errors, p50Us, p99Us] = match.slice(1).map(Number) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    return { rps: requests / (durationUs / 1e6), p50Ms: p50Us / 1000, p99Ms: p99Us / 1000, requests, errors };
+/** The mix, and the targets that answer every page of it as the store does. */
+async function prepareMix(
+  store: Served,
+  targets: readonly Target[],
+  notes: string[],
+): Promise<{ pages: PageQuery[]; targets: Target[]; meanSize: number } | undefined> {
+  if (TOOL !== 'wrk') {
+    notes.push('Distinct mix: skipped, it needs wrk (apt-get install -y wrk); autocannon here sends one request.');
+    return undefined;
   }
-  const args = [join(ROOT, 'node_modules/autocannon/autocannon.js'), '--json', '-c', String(connections)];
-  args.push('-d', String(seconds), '-m', target.method, '-t', '10');
-  for (const [name, value] of Object.entries(target.headers)) args.push('-H', `${name}=${value}`);
-  if (target.body !== undefined) args.push('-b', target.body);
-  args.push(target.url);
-  const out = await run(pinned(LOAD_CORE, process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] }));
-  const result = JSON.parse(out);
-  return {
-    rps: result.requests.total / (result.duration || seconds),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    requests: result.requests.total,
-    errors: result.non2xx + result.errors + result.timeouts,
-  };
+  const gateway = targets.find((target) => target.name === ROW.gateway) as Target;
+  const rest = targets[0] as Target;
+  progress('mix: walking every page through the gateway');
+  const pages = await collectMix(new URL('/graphql', gateway.origin).href);
+  const expected: string[][] = [];
+  for (const page of pages) {
+    const { body } = await send(rest, rest.request(page));
+    expected.push(rest.ids(body) ?? []);
+  }
+  const able: Target[] = [];
+  for (const target of targets) {
+    progress(`mix: checking ${target.name} on ${pages.length} pages`);
+    const check = await checkMix(target, pages, expected);
+    if (check.mismatch !== undefined) {
+      notes.push(
+        `Distinct mix: ${target.name} skipped, it answered a page differently from the store: ${check.mismatch}`,
+      );
+      continue;
+    }
+    if (check.rounded !== undefined) notes.push(`${target.name}: ${check.rounded}.`);
+    able.push(target);
+  }
+  const counts = await storeCounts(store.child);
+  if (counts.notOk > 0) throw new Error(`mix: the store has refused ${counts.notOk} requests so far`);
+  return { pages, targets: able, meanSize: meanPageSize(expected) };
 }
 
-const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-
-/** CPU seconds (user + system) process `pid` has used, from /proc/PID/stat. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+function commandLine(): string {
+  const settings = `BENCH_TOOL=${TOOL} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_WARMUP=${WARMUP_S} BENCH_DURATION=${DURATION_S} BENCH_ROUNDS=${ROUNDS}`;
+  const script = process.env.npm_lifecycle_event;
+  return `${settings} ${script?.startsWith('bench') ? `npm run ${script}` : 'tsx bench/throughput.ts'}`;
 }
-
-/** One measured run, with the serving process's CPU time around it. */
-async function measure(target: Target, seconds: number, dir: string): Promise<Measurement> {
-  const cpuBefore = cpuSeconds(target.pid);
-  const start = performance.now();
-  const measurement = await load(target, seconds, dir);
-  const wallS = (performance.now() - start) / 1000;
-  return { ...measurement, cpuS: cpuSeconds(target.pid) - cpuBefore, wallS };
-}
-
-function run(child: ChildProcess): Promise<string> {
-  let out = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    out += chunk.toString('utf8');
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`load tool exited with ${code}: ${out}`)),
-    );
-  });
-}
-
-const percent = (share: number): string => `${(share * 100).toFixed(0)}%`;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
-}
-
-const twentyPets = (pets: unknown): boolean =>
-  Array.isArray(pets) && pets.length === 20 && pets.every((pet) => typeof pet?.name === 'string');
 
 async function main(): Promise<void> {
+  pinSelf(LOAD_CORE);
+  const startedAt = new Date();
+  const loadAtStart = loadAverage();
+  const notes: string[] = [];
+  const scratch = mkdtempSync(join(tmpdir(), 'bench-throughput-'));
+  scratchDir = scratch;
   try {
-    execFileSync('taskset', ['-a', '-cp', LOAD_CORE, String(process.pid)], { stdio: 'ignore' });
-  } catch {}
-  const loadStart = loadavg()[0] as number;
-  scratch = mkdtempSync(join(tmpdir(), 'bench-throughput-'));
-  const store = await startChild(LOAD_CORE, ['store']);
-  const gateway = await startChild(GATEWAY_CORE, ['gateway', store.url]);
-  const json = { 'content-type': 'application/json' };
-  const targets: Target[] = [
-    {
-      name: 'REST direct: `GET /v1/pets?limit=20`',
-      url: `${store.url}/pets?limit=20`,
-      method: 'GET',
-      headers: { authorization: `Bearer ${KEY}` },
-      pid: store.pid,
-      check: twentyPets,
-    },
-    {
-      name: 'our gateway: `pets(first: 20) { nodes { id name status } }`',
-      url: gateway.url,
-      pid: gateway.pid,
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ query: '{ pets(first: 20) { nodes { id name status } } }' }),
-      check: (body) => body.errors === undefined && twentyPets(body.data?.pets?.nodes),
-    },
-  ];
-  const meshNote = existsSync(HIVE_BIN)
-    ? undefined
-    : 'Mesh / Hive Gateway: skipped, bench/mesh is not set up (npm run bench:mesh:setup installs it, about 1 minute).';
-  if (meshNote === undefined) {
-    const mesh = await startMesh(store.url, scratch);
-    targets.push({
-      name: 'Mesh v1 + Hive Gateway 2.15.1: `listPets(limit: 20) { ... on Pet { id name status } }`',
-      url: mesh.url,
-      log: mesh.log,
-      pid: mesh.pid,
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ query: '{ listPets(limit: 20) { ... on Pet { id name status } } }' }),
-      check: (body) => body.errors === undefined && twentyPets(body.data?.listPets),
-    });
-  }
-
-  const callsPerQuery: number[] = [];
-  for (const target of targets) {
-    await waitUntilServing(target);
-    const before = await storeCounts(store.child);
-    await send(target);
-    callsPerQuery.push((await storeCounts(store.child)).requests - before.requests);
-  }
-
-  const version = TOOL === 'wrk' ? 'wrk 4.1 (1 thread, closed loop)' : 'autocannon 9 (closed loop)';
-  console.log(`\nLoad: ${version}, ${CONNECTIONS} connections, per target ${WARMUP_S} s warm-up, then`);
-  console.log(`${ROUNDS} × ${DURATION_S} s measured runs interleaved across targets; medians below.`);
-  console.log(
-    `Cores: gateway under test pinned to ${GATEWAY_CORE}; load tool, reference store (and this script) on ${LOAD_CORE}.`,
-  );
-  if (meshNote) console.log(meshNote);
-
-  for (const target of targets) {
-    console.log(`warm-up: ${target.name}`);
-    await load(target, WARMUP_S, scratch);
-  }
-  const results: Measurement[][] = targets.map(() => []);
-  const storeBefore = await storeCounts(store.child);
-  for (let round = 1; round <= ROUNDS; round++) {
-    for (const [index, target] of targets.entries()) {
-      const m = await measure(target, DURATION_S, scratch);
-      results[index]?.push(m);
-      console.log(
-        `round ${round}: ${target.name}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50Ms.toFixed(2)} ms, p99 ${m.p99Ms.toFixed(2)} ms, server CPU ${percent(m.cpuS / m.wallS)}, errors ${m.errors}`,
-      );
-      if (!(await send(target)).ok) throw new Error(`${target.name} stopped answering correctly`);
-    }
-  }
-  const storeAfter = await storeCounts(store.child);
-
-  const rows = targets.map((target, index) => {
-    const runs = results[index] as Measurement[];
-    return {
-      name: target.name,
-      rps: median(runs.map((m) => m.rps)),
-      p50: median(runs.map((m) => m.p50Ms)),
-      p99: median(runs.map((m) => m.p99Ms)),
-      errors: runs.reduce((sum, m) => sum + m.errors, 0),
-      busy: median(runs.map((m) => m.cpuS / m.wallS)),
-      cpuMsPerRequest: median(runs.map((m) => (m.cpuS * 1000) / m.requests)),
-      calls: callsPerQuery[index] as number,
+    const { store, targets } = await startTargets(scratch, notes);
+    for (const target of targets) await waitUntilServing(target);
+    const settings: Settings = {
+      tool: TOOL,
+      connections: CONNECTIONS,
+      dir: scratch,
+      warmupS: WARMUP_S,
+      durationS: DURATION_S,
+      rounds: ROUNDS,
+      progress,
     };
-  });
-  const ours = rows[1]?.rps as number;
-  const rest = rows[0]?.rps as number;
-  console.log(
-    '\n| target | req/s | p50 ms | p99 ms | req/s vs our gateway | req/s vs REST | server CPU busy | server CPU ms/request | upstream calls/request | errors |',
-  );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const row of rows) {
-    console.log(
-      `| ${row.name} | ${row.rps.toFixed(0)} | ${row.p50.toFixed(2)} | ${row.p99.toFixed(2)} | ${(row.rps / ours).toFixed(2)}× | ${(row.rps / rest).toFixed(2)}× | ${percent(row.busy)} | ${row.cpuMsPerRequest.toFixed(3)} | ${row.calls} | ${row.errors} |`,
+    const mix = await prepareMix(store, targets, notes);
+    const oneCall = await runWorkload(
+      { name: 'one call', targets, requests: (target) => [target.request(ONE_CALL)] },
+      store,
+      settings,
     );
+    const mixRows =
+      mix &&
+      (await runWorkload(
+        {
+          name: 'mix',
+          targets: mix.targets,
+          requests: (target) => mix.pages.map((page) => target.request(page, 'variables')),
+        },
+        store,
+        settings,
+      ));
+    const memory = await memoryPhase(targets, RSS_CONNECTIONS, RSS_SECONDS, settings);
+    const report = formatReport({
+      command: commandLine(),
+      tool: TOOL,
+      connections: CONNECTIONS,
+      warmupS: WARMUP_S,
+      durationS: DURATION_S,
+      rounds: ROUNDS,
+      cores: { server: SERVER_CORE, load: LOAD_CORE },
+      startedAt,
+      loadAtStart,
+      loadAtEnd: loadAverage(),
+      oneCall,
+      memory: { connections: RSS_CONNECTIONS, seconds: RSS_SECONDS, of: memory },
+      mix: mix && mixRows && { pages: mix.pages.length, meanSize: mix.meanSize, rows: mixRows },
+      notes,
+    });
+    process.stdout.write(`\n${report}\n`);
+  } finally {
+    await stopAll();
+    removeScratch();
   }
-  console.log(
-    `\nUpstream answers that were not 200 during the measured runs: ${storeAfter.notOk - storeBefore.notOk} of ${storeAfter.requests - storeBefore.requests}.`,
-  );
-  console.log(
-    '"server": the process answering the load (REST: the store, on the load core; otherwise the gateway, alone on its core).',
-  );
-  console.log(
-    `Load average (1 min) at start ${loadStart.toFixed(2)}, at end ${loadavg()[0]?.toFixed(2)}: other work on the machine skews results.`,
-  );
-
-  // (5) Memory under many connections: peak resident set while 200 connections load each server.
-  console.log(`\n| server | RSS idle MB | peak RSS at ${RSS_CONNECTIONS} connections MB | req/s then |`);
-  console.log('|---|---:|---:|---:|');
-  for (const target of targets) {
-    const idle = rssMb(target.pid);
-    let peak = idle;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, rssMb(target.pid));
-    }, 100);
-    const m = await load(target, RSS_SECONDS, scratch, RSS_CONNECTIONS);
-    clearInterval(sampler);
-    console.log(`| ${target.name} | ${idle.toFixed(0)} | ${peak.toFixed(0)} | ${m.rps.toFixed(0)} |`);
-  }
 }
 
-const RSS_CONNECTIONS = 200;
-const RSS_SECONDS = 5;
-
-/** Resident set of process `pid`, in MB (/proc/PID/status VmRSS). */
-function rssMb(pid: number): number {
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : 0;
+/** The folder holding configs, logs and the wrk script; removed however the bench ends. */
+let scratchDir: string | undefined;
+function removeScratch(): void {
+  if (scratchDir !== undefined) rmSync(scratchDir, { recursive: true, force: true });
+  scratchDir = undefined;
 }
 
-try {
-  await main();
-} finally {
-  await stopAndWait();
-}
+process.on('exit', () => {
+  signalAll();
+  removeScratch();
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
+
+await main();

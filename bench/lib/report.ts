@@ -1,0 +1,168 @@
+/**
+ * The Markdown report of `npm run bench:throughput`, written so the README can quote it verbatim:
+ * the command, the machine and its load, one table per workload, and the gateway's ratios to
+ * Tailcall like for like.
+ */
+
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import type { Memory, Row } from './runs.js';
+import type { Target } from './targets.js';
+
+/** Row names; the ratios pair them. */
+export const ROW = {
+  rest: 'REST direct, `GET /v1/pets`',
+  tailcallDedupe: 'Tailcall 1.0.0, `dedupe: true` on the `@http` field',
+  tailcall: 'Tailcall 1.0.0, no dedupe',
+  gateway: 'this gateway, coalescing on (default)',
+  gatewayOff: 'this gateway, `PETSTORE_COALESCE=false`',
+  mesh: 'Mesh v1 + Hive Gateway 2.15.1',
+} as const;
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+/** A Markdown table; the first column is left-aligned, the others (numbers) right-aligned. */
+export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]): string => `| ${cells.join(' | ')} |`;
+  const rule = `|---|${headers
+    .slice(1)
+    .map(() => '---:|')
+    .join('')}`;
+  return [line(headers), rule, ...rows.map(line)].join('\n');
+}
+
+const fixed = (value: number, digits: number): string => value.toFixed(digits);
+const integer = (value: number): string => Math.round(value).toLocaleString('en-US');
+export const percent = (share: number): string => `${Math.round(share * 100)}%`;
+
+/** CPU model, cores, memory, kernel and Node, as one line. */
+function machine(): string {
+  const model =
+    /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown CPU';
+  const memory = (totalmem() / 2 ** 30).toFixed(0);
+  return `${model.trim()}, ${cpus().length} cores, ${memory} GiB, Linux ${release()}, Node ${process.version}`;
+}
+
+/** The 1, 5 and 15 minute load averages. */
+export const loadAverage = (): string =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' / ');
+
+/** `wrk 4.1.0` or the like, from the tool itself. */
+function wrkVersion(): string {
+  try {
+    execFileSync('wrk', ['-v'], { encoding: 'utf8', stdio: 'pipe' });
+  } catch (error) {
+    // wrk -v prints its banner and exits 1.
+    const banner = String((error as { stdout?: unknown }).stdout ?? '');
+    const version = /^wrk (?:debian\/)?([\d.]+)/.exec(banner)?.[1];
+    if (version) return `wrk ${version}`;
+  }
+  return 'wrk';
+}
+
+export interface Report {
+  /** The command and settings that reproduce the run. */
+  readonly command: string;
+  readonly tool: 'wrk' | 'autocannon';
+  readonly connections: number;
+  readonly warmupS: number;
+  readonly durationS: number;
+  readonly rounds: number;
+  readonly cores: { readonly server: string; readonly load: string };
+  readonly startedAt: Date;
+  readonly loadAtStart: string;
+  readonly loadAtEnd: string;
+  readonly oneCall: readonly Row[];
+  readonly memory: { readonly connections: number; readonly seconds: number; readonly of: ReadonlyMap<Target, Memory> };
+  readonly mix: { readonly pages: number; readonly meanSize: number; readonly rows: readonly Row[] } | undefined;
+  /** One line each: skipped peers, and what a check found. */
+  readonly notes: readonly string[];
+}
+
+const COLUMNS = ['req/s', 'p50 ms', 'p99 ms', 'server CPU ms/request', 'server CPU busy', 'upstream calls/request'];
+
+export function formatReport(report: Report): string {
+  const tool = report.tool === 'wrk' ? `${wrkVersion()}, one thread, closed loop` : 'autocannon 9, closed loop';
+  const { connections, seconds, of: memory } = report.memory;
+  const out: string[] = [
+    `Command: \`${report.command}\` (${report.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC)`,
+    '',
+    `Machine: ${machine()}. Load average (1 / 5 / 15 min): ${report.loadAtStart} at start, ${report.loadAtEnd} at end; other work on the machine skews results.`,
+    '',
+    `Load: ${tool}, ${report.connections} connections; per target ${report.warmupS} s warm-up, then ${report.rounds} × ${report.durationS} s runs interleaved across targets, medians. Servers under test pinned to core ${report.cores.server}; the store, the load tool and the bench on core ${report.cores.load}. "server CPU" is the process answering (REST direct: the store); "upstream calls/request" is what the store served during the runs over what the target answered (requests still in flight when a run stops count upstream only, so a target without sharing shows a little over 1). Tailcall runs with its defaults but for loopback, one worker and a 32-connection idle pool: JIT execution, no query validation, no HTTP cache.`,
+    '',
+    `**One call**: the same page of 20 pets every time (\`GET /v1/pets?limit=20\`; this gateway \`{ pets(first: 20) { nodes { id name status } } }\`; Tailcall \`{ pets(limit: 20) { id name status } }\`; Mesh \`{ listPets(limit: 20) { ... on Pet { id name status } } }\`); memory while ${connections} connections send it for ${seconds} s:`,
+    '',
+    table(
+      ['target', ...COLUMNS, 'RSS idle MB', `peak RSS at ${connections} connections MB`, 'errors'],
+      report.oneCall.map((row) => {
+        const { idle, peak } = memory.get(row.target) ?? { idle: 0, peak: 0 };
+        return [...cells(row), fixed(idle, 0), fixed(peak, 0), String(row.errors)];
+      }),
+    ),
+  ];
+  if (report.mix !== undefined) {
+    out.push(
+      '',
+      `**Distinct mix**: ${integer(report.mix.pages)} different pages in turn (sizes 1–100, no filter or one of three statuses, first pages and cursors; ${fixed(report.mix.meanSize, 1)} pets per page on average), so no two requests in flight are alike; GraphQL targets get one document per shape of page, with variables, as a client would send it:`,
+      '',
+      table(
+        ['target', ...COLUMNS, 'errors'],
+        report.mix.rows.map((row) => [...cells(row), String(row.errors)]),
+      ),
+    );
+  }
+  const ratios = ratioLines(report);
+  if (ratios.length > 0) out.push('', ...ratios);
+  if (report.notes.length > 0) out.push('', ...report.notes.map((note) => `- ${note}`));
+  return out.join('\n');
+}
+
+function cells(row: Row): string[] {
+  return [
+    row.target.name,
+    integer(row.rps),
+    fixed(row.p50, 2),
+    fixed(row.p99, 2),
+    fixed(row.cpuMsPerRequest, 3),
+    percent(row.busy),
+    fixed(row.upstreamPerRequest, 2),
+  ];
+}
+
+/** The gateway's req/s against Tailcall's, like for like, and its tail and memory. */
+function ratioLines(report: Report): string[] {
+  const find = (rows: readonly Row[] | undefined, name: string): Row | undefined =>
+    rows?.find((row) => row.target.name === name);
+  const share = (rows: readonly Row[] | undefined, ours: string, theirs: string): string => {
+    const a = find(rows, ours);
+    const b = find(rows, theirs);
+    return a === undefined || b === undefined ? 'n/a' : percent(a.rps / b.rps);
+  };
+  const lines: string[] = [];
+  if (find(report.oneCall, ROW.tailcall) !== undefined) {
+    const mix = report.mix?.rows;
+    lines.push(
+      `- this gateway's req/s as a share of Tailcall's, sharing off on both sides: one call ${share(report.oneCall, ROW.gatewayOff, ROW.tailcall)}, distinct mix ${share(mix, ROW.gatewayOff, ROW.tailcall)}`,
+      `- the same with sharing on on both sides (coalescing, \`dedupe: true\`): one call ${share(report.oneCall, ROW.gateway, ROW.tailcallDedupe)}, distinct mix ${share(mix, ROW.gateway, ROW.tailcallDedupe)}`,
+    );
+  }
+  for (const name of [ROW.gateway, ROW.gatewayOff]) {
+    const row = find(report.oneCall, name);
+    if (row === undefined) continue;
+    const peak = report.memory.of.get(row.target)?.peak ?? 0;
+    lines.push(
+      `- ${name}: p99 / p50 ${fixed(row.p99 / row.p50, 1)}× at ${report.connections} connections (one call); peak RSS ${fixed(peak, 0)} MB at ${report.memory.connections}`,
+    );
+  }
+  return lines;
+}
