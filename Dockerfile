@@ -19,6 +19,10 @@ RUN npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
+# V8 would let the heap grow to a quarter of the machine's memory before collecting in earnest; the
+# gateway's live heap is about 50 MB, so 256 MB of old space keeps its RSS near 200 MB under load
+# (npm start sets the same). Override with -e NODE_OPTIONS=… for very high concurrency.
+ENV NODE_OPTIONS=--max-old-space-size=256
 WORKDIR /app
 # Owned by root and read-only to the user that runs them.
 COPY --from=build /app/package.json ./package.json

@@ -33,6 +33,10 @@ export interface Config {
   readonly petLookup: PetLookup;
   /** Longest Retry-After or X-RateLimit-Reset believed from the upstream; longer ones are clamped. */
   readonly maxRetryAfterMs: number;
+  /** A key's budget state idle this long is forgotten (never while a pause or spent window is in force). */
+  readonly keyIdleMs: number;
+  /** Keys whose state is held at most (budget, quotas, refusals). */
+  readonly maxKeys: number;
   /** Secret cursors are sealed with; undefined: shared through Redis with REDIS_URL, else random per process. */
   readonly cursorSecret: string | undefined;
   readonly redisUrl: string | undefined;
@@ -93,6 +97,8 @@ export function parseConfig(env: Env): Config {
     petLookup: oneOf(env, 'PET_LOOKUP', ['auto', 'list', 'legacy'], 'auto'),
     maxRetryAfterMs: duration(env, 'PETSTORE_MAX_RETRY_AFTER', '1h', 1_000),
     cursorSecret: parseSecret(env, 'CURSOR_SECRET'),
+    keyIdleMs: duration(env, 'PETSTORE_KEY_IDLE_TTL', '5m', 1_000),
+    maxKeys: integer(env, 'PETSTORE_MAX_KEYS', 10_000, 100, 10_000_000),
     redisUrl: parseRedisUrl(env),
     production,
     development: env.NODE_ENV === 'development',

@@ -99,6 +99,10 @@ export function createMetrics() {
       'Upstream GETs served by an identical one already in flight',
     ),
     cacheHits: counter('petstore_cache_hits_total', 'Upstream GETs served from the per-key response cache'),
+    refusedFromMemory: counter(
+      'petstore_rejected_key_repeats_total',
+      'Requests with a key the upstream refused (401) moments ago, answered without asking it again',
+    ),
   };
 }
 

@@ -29,11 +29,15 @@ import { MemoryBudgetStore } from './rest/budget.js';
 import { RedisBudgetStore } from './rest/budget-redis.js';
 import { createRestClient } from './rest/client.js';
 import { createLimiter } from './rest/limiter.js';
+import { rejectedKeys } from './rest/rejected-keys.js';
 import { createResponseSharing } from './rest/sharing.js';
 import { createSlots } from './rest/slots.js';
 
-/** Sockets kept to the upstream, and the share of them one API key may hold. */
-const UPSTREAM_CONNECTIONS = 32;
+/**
+ * Connections to the upstream, and the share of them one API key may hold: many keys with slow
+ * answers can hold at most the pool; one key at most a quarter of it. Past the pool, keys take turns.
+ */
+const UPSTREAM_CONNECTIONS = 64;
 const CONNECTION_SHARE_PER_KEY = 0.25;
 
 /** The GraphQL contract (DESIGN.md section 2), read once at start. */
@@ -67,7 +71,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         inflightMs: config.maxWaitMs + 2 * config.timeoutMs + 5_000,
         ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
       })
-    : new MemoryBudgetStore();
+    : new MemoryBudgetStore({ idleMs: config.keyIdleMs, maxKeys: config.maxKeys });
   if (store instanceof RedisBudgetStore) await store.ready();
   // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
   const cursorSecret =
@@ -77,10 +81,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     windows: config.rateLimits,
     store,
     slots: createSlots({
+      total: UPSTREAM_CONNECTIONS,
       perKey: Math.max(1, Math.floor(UPSTREAM_CONNECTIONS * CONNECTION_SHARE_PER_KEY)),
       maxQueuedPerClient: 1_000,
     }),
     maxRetryAfterMs: config.maxRetryAfterMs,
+    maxKeys: config.maxKeys,
     now,
     onEvent: (event) => {
       if (event.type === 'clamped') {
@@ -100,6 +106,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     connections: UPSTREAM_CONNECTIONS,
     logger,
     limiter: limiter.stage,
+    rejectedKeys: rejectedKeys({ maxKeys: config.maxKeys, onRemembered: () => metrics.refusedFromMemory.inc() }),
     observer: upstreamObserver(metrics),
     now,
     ...(config.coalesce || config.cacheTtlMs > 0

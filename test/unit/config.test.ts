@@ -41,6 +41,8 @@ describe('parseConfig defaults', () => {
       petLookup: 'auto',
       maxRetryAfterMs: 3_600_000,
       cursorSecret: undefined,
+      keyIdleMs: 300_000,
+      maxKeys: 10_000,
       redisUrl: undefined,
       production: false,
       development: false,

@@ -308,7 +308,7 @@ export class RedisBudgetStore implements BudgetStore {
 
   #degrade(error: unknown): void {
     if (this.#fallback !== undefined) return;
-    this.#fallback = new MemoryBudgetStore(1 / this.#replicas);
+    this.#fallback = new MemoryBudgetStore({ share: 1 / this.#replicas });
     this.#logger.warn(
       { reason: (error as Error).message, share: `1/${this.#replicas}` },
       'Redis unreachable: planning on a local rate-limit budget until it returns',

@@ -65,6 +65,8 @@ export interface BudgetStore {
    */
   pause(keyId: string, until: number, seq: number): Promise<void>;
   pausedUntil(keyId: string): Promise<number>;
+  /** Keys whose state this process holds (undefined where Redis holds it). */
+  readonly size?: number;
   close(): Promise<void>;
 }
 
@@ -102,20 +104,46 @@ interface KeyBudget {
   lastUsed: number;
 }
 
-/** The in-process store: one gateway, or the fallback while Redis is unreachable. */
+export interface MemoryBudgetOptions {
+  /** Fraction of each window's count this store may plan (the fallback's conservative share). */
+  readonly share?: number;
+  /** A key idle this long is forgotten, unless a pause or a spent window is in force for it. */
+  readonly idleMs?: number;
+  /** Keys kept at most; past it the least recently used that may be forgotten go first. */
+  readonly maxKeys?: number;
+}
+
+/**
+ * The in-process store: one gateway, or the fallback while Redis is unreachable. Client keys are
+ * unbounded, so idle keys are forgotten, but never while forgetting could cause a 429: a key that is
+ * paused, has requests in flight, or whose window is spent (by the upstream's word or its own log)
+ * is kept until that ends. A key it has forgotten is unknown again: its next request is a probe.
+ */
 export class MemoryBudgetStore implements BudgetStore {
   readonly #keys = new Map<string, KeyBudget>();
-  /** Fraction of each window's count this store may plan (the fallback's conservative share). */
   readonly #share: number;
+  readonly #idleMs: number;
+  readonly #maxKeys: number;
+  #lastSweep = 0;
+  /** Each window length's count, as the limiter plans with it (the same for every key). */
+  readonly #windowCounts = new Map<number, number>();
 
-  constructor(share = 1) {
-    this.#share = share;
+  constructor(options: MemoryBudgetOptions = {}) {
+    this.#share = options.share ?? 1;
+    this.#idleMs = options.idleMs ?? 5 * 60_000;
+    this.#maxKeys = options.maxKeys ?? 10_000;
+  }
+
+  /** Keys whose budget is held. */
+  get size(): number {
+    return this.#keys.size;
   }
 
   async reserve(keyId: string, windows: readonly RateWindow[], now: number, deadline: number): Promise<Reservation> {
     const budget = this.#budget(keyId, now);
     let at = Math.max(now, budget.pausedUntil);
     for (const { count, windowMs } of windows) {
+      this.#windowCounts.set(windowMs, Math.max(1, Math.floor(count * this.#share)));
       const log = this.#log(budget, windowMs, now);
       const allowed = Math.max(1, Math.floor(count * this.#share));
       if (log.length >= allowed) at = Math.max(at, (log[log.length - allowed] as number) + windowMs);
@@ -187,7 +215,7 @@ export class MemoryBudgetStore implements BudgetStore {
   #budget(keyId: string, now: number): KeyBudget {
     let budget = this.#keys.get(keyId);
     if (budget === undefined) {
-      this.#sweep(now);
+      if (now - this.#lastSweep >= Math.min(this.#idleMs, 1_000) || this.#keys.size >= this.#maxKeys) this.#sweep(now);
       budget = {
         logs: new Map(),
         seq: 0,
@@ -215,11 +243,35 @@ export class MemoryBudgetStore implements BudgetStore {
     return log;
   }
 
-  /** Forgets keys idle for a day (the longest window), so forwarded client keys do not pile up. */
+  /** Forgets idle keys, then, past the bound, the least recently used of those that may be forgotten. */
   #sweep(now: number): void {
+    this.#lastSweep = now;
     for (const [keyId, budget] of this.#keys) {
-      if (budget.lastUsed < now - 86_400_000 && budget.pausedUntil < now) this.#keys.delete(keyId);
+      if (budget.lastUsed <= now - this.#idleMs && this.#forgettable(budget, now)) this.#keys.delete(keyId);
     }
+    if (this.#keys.size < this.#maxKeys) return;
+    const byUse = [...this.#keys].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    for (const [keyId, budget] of byUse) {
+      if (this.#keys.size < this.#maxKeys) break;
+      if (this.#forgettable(budget, now)) this.#keys.delete(keyId);
+    }
+  }
+
+  /** Whether forgetting a key can never send a request the upstream would refuse. */
+  #forgettable(budget: KeyBudget, now: number): boolean {
+    if (budget.pausedUntil > now || budget.inflight.size > 0) return false;
+    const gate = budget.gate;
+    if (gate !== undefined && gate.resetAt > now && gate.remaining - (budget.seq - gate.base) <= 0) return false;
+    for (const [windowMs, log] of budget.logs) {
+      const recent = log.filter((at) => at > now - windowMs).length;
+      if (recent > 0 && recent >= this.#fullAt(windowMs)) return false;
+    }
+    return true;
+  }
+
+  /** Entries of a window's log that make it full: set by the windows the last reservation saw. */
+  #fullAt(windowMs: number): number {
+    return this.#windowCounts.get(windowMs) ?? Number.POSITIVE_INFINITY;
   }
 }
 

@@ -68,6 +68,8 @@ export interface RestClientOptions {
   readonly observer?: UpstreamObserver;
   /** Identical GETs in flight for a key are shared, and answers cached per key when configured. */
   readonly sharing?: ResponseSharing;
+  /** Remembers keys the upstream refused (first stage): a repeat costs no upstream request. */
+  readonly rejectedKeys?: Stage;
   readonly now?: () => number;
 }
 
@@ -87,6 +89,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
 
   const send: Send = pipeline(
     [
+      ...(options.rejectedKeys ? [options.rejectedKeys] : []),
       ...(options.sharing ? [options.sharing.stage] : []),
       resendOnReset,
       operationBudget,

@@ -27,7 +27,7 @@ export interface Limiter {
 }
 
 export interface LimiterStats {
-  /** Keys whose budget the upstream has described (and that are not forgotten yet). */
+  /** Keys whose budget this process holds (with Redis: whose quota it remembers). */
   readonly keys: number;
   /** Keys paused after a 429 by this process. */
   readonly paused: number;
@@ -43,6 +43,8 @@ export interface LimiterOptions {
   /** Longest Retry-After or X-RateLimit-Reset believed (PETSTORE_MAX_RETRY_AFTER). */
   readonly maxRetryAfterMs: number;
   readonly now?: () => number;
+  /** Keys whose quota is remembered for `extensions.rateLimit` (default 10,000). */
+  readonly maxKeys?: number;
   /** Retries after a 429 (default 3). */
   readonly maxRetries?: number;
   readonly onEvent?: (event: LimiterEvent) => void;
@@ -59,12 +61,12 @@ export type LimiterEvent =
 
 /** How often a request blocked by the upstream's gate asks again (another replica's answer may open it). */
 const GATE_POLL_MS = 100;
-/** Quotas remembered for `extensions.rateLimit`; the oldest is dropped past this. */
-const QUOTA_MEMO = 10_000;
 
 export function createLimiter(options: LimiterOptions): Limiter {
   const now = options.now ?? Date.now;
   const maxRetries = options.maxRetries ?? 3;
+  // Per-key memos; client keys are unbounded, so the oldest entry goes past this.
+  const memoSize = options.maxKeys ?? 10_000;
   const quotas = new Map<string, Quota>();
   const warned = new Set<string>();
   /** The latest pause this process recorded per key: a send while one is in force is counted (it must never happen). */
@@ -130,14 +132,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (headers.clamped) warnClamped(call.keyId, 'x-ratelimit-reset');
     const quota = await options.store.observe(call.keyId, { seq, ...headers }, at);
     if (quota.resetAt === 0) return;
-    if (quotas.size >= QUOTA_MEMO && !quotas.has(call.keyId)) quotas.delete(quotas.keys().next().value as string);
+    if (quotas.size >= memoSize && !quotas.has(call.keyId)) quotas.delete(quotas.keys().next().value as string);
     quotas.set(call.keyId, quota);
   }
 
   function warnClamped(keyId: string, header: 'retry-after' | 'x-ratelimit-reset'): void {
     const id = `${keyId} ${header}`;
     if (warned.has(id)) return;
-    if (warned.size >= QUOTA_MEMO) warned.clear();
+    if (warned.size >= memoSize) warned.clear();
     warned.add(id);
     options.onEvent?.({ type: 'clamped', keyId, header });
   }
@@ -198,7 +200,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       options.onEvent?.({ type: 'upstream429', pauseMs });
       const until = now() + pauseMs;
       localPauses.set(call.keyId, Math.max(localPauses.get(call.keyId) ?? 0, until));
-      if (localPauses.size > QUOTA_MEMO) forgetPastPauses(localPauses, now());
+      if (localPauses.size > memoSize) forgetPastPauses(localPauses, now());
       await options.store.pause(call.keyId, until, seq);
       // A write the upstream refused with 429 was not processed (RFC 6585): it may be sent again.
       if (retry >= maxRetries || until > call.operation.waitUntil) throw rateLimited(pauseMs / 1000);
@@ -217,7 +219,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         if (quota.resetAt > at && (lowest === undefined || quota.remaining < lowest)) lowest = quota.remaining;
       }
       forgetPastPauses(localPauses, at);
-      return { keys: quotas.size, paused: localPauses.size, lowestRemaining: lowest };
+      return { keys: options.store.size ?? quotas.size, paused: localPauses.size, lowestRemaining: lowest };
     },
     async close() {
       await options.store.close();

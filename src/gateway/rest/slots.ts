@@ -1,15 +1,18 @@
 /**
- * Slots per API key: how many of a key's requests may be planned or in flight at once. One key may
- * hold at most its share of the upstream connection pool, so slow answers for one key never hold
- * another's requests. Within a key, waiting requests are granted round-robin across clients (a
- * client that queued a thousand requests waits its turn like one that queued one), each client's
- * queue is bounded, and a wait ends at the operation's deadline or when its client leaves.
+ * Slots for upstream requests: how many may be planned or in flight at once, in all (the connection
+ * pool) and per API key (a share of it), so slow answers for one key never hold another key's
+ * requests. When slots are short, waiting requests are served round-robin across keys, and within a
+ * key round-robin across clients: a client that queued a thousand requests waits its turn like one
+ * that queued one. Each client's queue is bounded, and a wait ends at its operation's deadline or
+ * when its client leaves.
  */
 
 import { rateLimited } from '../errors.js';
 
 export interface SlotsOptions {
-  /** Slots per key. */
+  /** Slots in all (the size of the upstream connection pool). */
+  readonly total: number;
+  /** Slots one key may hold. */
   readonly perKey: number;
   /** Requests one client may have waiting for one key. */
   readonly maxQueuedPerClient: number;
@@ -18,7 +21,7 @@ export interface SlotsOptions {
 
 export interface Slots {
   /**
-   * Resolves with a release function once the key has a free slot for this client; rejects with
+   * Resolves with a release function once a slot is free for this key and client; rejects with
    * RATE_LIMITED at `until` or when the client's queue is full, and with the signal's reason on abort.
    */
   acquire(keyId: string, clientId: string, until: number, signal?: AbortSignal): Promise<() => void>;
@@ -26,14 +29,12 @@ export interface Slots {
   readonly keys: number;
   /** Requests waiting, over all keys. */
   readonly waiting: number;
+  /** Slots taken, over all keys. */
+  readonly taken: number;
 }
 
 interface Waiter {
   readonly grant: (release: () => void) => void;
-}
-
-function queueFull() {
-  return rateLimited(1, 'too many requests are waiting for this API key; retry shortly');
 }
 
 interface KeySlots {
@@ -44,9 +45,16 @@ interface KeySlots {
   readonly turn: string[];
 }
 
+function queueFull() {
+  return rateLimited(1, 'too many requests are waiting for this API key; retry shortly');
+}
+
 export function createSlots(options: SlotsOptions): Slots {
   const now = options.now ?? Date.now;
   const keys = new Map<string, KeySlots>();
+  /** Keys with requests waiting, next to be served first. */
+  const turn: string[] = [];
+  let taken = 0;
   let waiting = 0;
 
   function releaser(keyId: string, state: KeySlots): () => void {
@@ -54,20 +62,39 @@ export function createSlots(options: SlotsOptions): Slots {
     return () => {
       if (released) return;
       released = true;
-      const client = state.turn.shift();
-      if (client === undefined) {
-        state.taken--;
-        if (state.taken === 0) keys.delete(keyId);
-        return;
+      state.taken--;
+      taken--;
+      forgetIfIdle(keyId, state);
+      grantWaiting();
+    };
+  }
+
+  function forgetIfIdle(keyId: string, state: KeySlots): void {
+    if (state.taken === 0 && state.turn.length === 0) keys.delete(keyId);
+  }
+
+  /** Gives free slots to waiting requests: the next key in turn that may take one, its next client. */
+  function grantWaiting(): void {
+    for (let tried = 0; taken < options.total && tried < turn.length; ) {
+      const keyId = turn.shift() as string;
+      const state = keys.get(keyId) as KeySlots;
+      if (state.taken >= options.perKey) {
+        turn.push(keyId);
+        tried++;
+        continue;
       }
+      const client = state.turn.shift() as string;
       const queue = state.queues.get(client) as Waiter[];
       const next = queue.shift() as Waiter;
       waiting--;
       if (queue.length > 0) state.turn.push(client);
       else state.queues.delete(client);
-      // The slot passes straight to the next request: `taken` is unchanged.
+      if (state.turn.length > 0) turn.push(keyId);
+      state.taken++;
+      taken++;
+      tried = 0;
       next.grant(releaser(keyId, state));
-    };
+    }
   }
 
   return {
@@ -78,13 +105,15 @@ export function createSlots(options: SlotsOptions): Slots {
         state = { taken: 0, queues: new Map(), turn: [] };
         keys.set(keyId, state);
       }
-      if (state.taken < options.perKey && state.turn.length === 0) {
+      if (taken < options.total && state.taken < options.perKey && state.turn.length === 0) {
         state.taken++;
+        taken++;
         return Promise.resolve(releaser(keyId, state));
       }
       const wait = until - now();
       const queue = state.queues.get(clientId) ?? [];
       if (queue.length >= options.maxQueuedPerClient || wait <= 0) {
+        forgetIfIdle(keyId, state);
         return Promise.reject(queueFull());
       }
       const current = state;
@@ -99,7 +128,9 @@ export function createSlots(options: SlotsOptions): Slots {
           if (queue.length === 0) {
             current.queues.delete(clientId);
             current.turn.splice(current.turn.indexOf(clientId), 1);
+            if (current.turn.length === 0) turn.splice(turn.indexOf(keyId), 1);
           }
+          forgetIfIdle(keyId, current);
           reject(error);
         };
         const onAbort = () => leave(signal?.reason);
@@ -114,6 +145,7 @@ export function createSlots(options: SlotsOptions): Slots {
         signal?.addEventListener('abort', onAbort, { once: true });
         if (queue.length === 0) {
           current.queues.set(clientId, queue);
+          if (current.turn.length === 0) turn.push(keyId);
           current.turn.push(clientId);
         }
         queue.push(waiter);
@@ -125,6 +157,9 @@ export function createSlots(options: SlotsOptions): Slots {
     },
     get waiting() {
       return waiting;
+    },
+    get taken() {
+      return taken;
     },
   };
 }

@@ -211,3 +211,30 @@ describe.each(implementations)('the budget %s', (_name, create) => {
     expect(await store.reserve('k', windows, T + 7, FAR)).toMatchObject({ ok: false, probing: true });
   });
 });
+
+describe('the in-memory budget with many keys', () => {
+  const windows = [{ count: 5, windowMs: 1_000 }];
+  const answer = async (store: MemoryBudgetStore, key: string, now: number, remaining: number) => {
+    const reservation = (await store.reserve(key, windows, now, FAR)) as { seq: number };
+    await store.observe(key, { seq: reservation.seq, limit: 5, remaining, resetAt: now + 60_000 }, now);
+  };
+
+  it('forgets idle keys, but never one that is paused or whose window is spent', async () => {
+    const store = new MemoryBudgetStore({ idleMs: 10_000 });
+    await answer(store, 'idle', T, 4);
+    await answer(store, 'spent', T, 0);
+    await answer(store, 'paused', T, 4);
+    await store.pause('paused', T + 120_000, 99);
+    // A new key after the idle time sweeps.
+    await answer(store, 'new', T + 20_000, 4);
+    expect(store.size).toBe(3);
+    expect(await store.reserve('spent', windows, T + 20_000, T + 30_000)).toMatchObject({ ok: false });
+    expect(await store.pausedUntil('paused')).toBe(T + 120_000);
+  });
+
+  it('holds at most maxKeys that may be forgotten, dropping the least recently used', async () => {
+    const store = new MemoryBudgetStore({ maxKeys: 100, idleMs: 3_600_000 });
+    for (let i = 0; i < 1_000; i++) await answer(store, `key-${i}`, T + i, 4);
+    expect(store.size).toBeLessThanOrEqual(100);
+  });
+});

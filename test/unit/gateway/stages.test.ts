@@ -162,7 +162,7 @@ describe('sharing', () => {
 
 describe('slots', () => {
   it('lets a key hold its share, and serves waiting clients round-robin', async () => {
-    const slots = createSlots({ perKey: 1, maxQueuedPerClient: 10 });
+    const slots = createSlots({ total: 8, perKey: 1, maxQueuedPerClient: 10 });
     const granted: string[] = [];
     const first = await slots.acquire('key', 'heavy', Date.now() + 5_000);
     const waits = [
@@ -183,8 +183,27 @@ describe('slots', () => {
     expect(slots.keys).toBe(0);
   });
 
+  it('shares the pool across keys: past it, keys take turns whatever each has queued', async () => {
+    const slots = createSlots({ total: 2, perKey: 2, maxQueuedPerClient: 10 });
+    const granted: string[] = [];
+    const held = [
+      await slots.acquire('busy', 'c', Date.now() + 5_000),
+      await slots.acquire('busy', 'c', Date.now() + 5_000),
+    ];
+    const waits = ['busy', 'busy', 'busy', 'other'].map((key, i) =>
+      slots.acquire(key, 'c', Date.now() + 5_000).then((release) => {
+        granted.push(`${key}-${i}`);
+        setImmediate(release);
+      }),
+    );
+    for (const release of held) release();
+    await Promise.all(waits);
+    expect(granted.indexOf('other-3')).toBeLessThanOrEqual(1);
+    expect(slots.taken).toBeLessThanOrEqual(2);
+  });
+
   it('refuses past a client queue bound and at the deadline with RATE_LIMITED, and on abort with its reason', async () => {
-    const slots = createSlots({ perKey: 1, maxQueuedPerClient: 1 });
+    const slots = createSlots({ total: 8, perKey: 1, maxQueuedPerClient: 1 });
     const held = await slots.acquire('key', 'a', Date.now() + 5_000);
     const queued = slots.acquire('key', 'a', Date.now() + 50);
     await expect(slots.acquire('key', 'a', Date.now() + 5_000)).rejects.toMatchObject({
