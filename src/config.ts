@@ -18,6 +18,8 @@ export interface RateWindow {
 
 export interface Config {
   readonly port: number;
+  /** The address the gateway listens on. */
+  readonly host: string;
   /** Upstream base address ending in /v1; undefined means "start the embedded reference store". */
   readonly petstoreBaseUrl: string | undefined;
   readonly apiKey: string | undefined;
@@ -41,6 +43,8 @@ export interface Config {
   readonly cursorSecret: string | undefined;
   readonly redisUrl: string | undefined;
   readonly production: boolean;
+  /** PETSTORE_DEMO=true: the embedded demo store may run under NODE_ENV=production. */
+  readonly demo: boolean;
   /** NODE_ENV=development: stack traces and unmasked errors in responses. */
   readonly development: boolean;
   readonly introspection: boolean;
@@ -48,6 +52,25 @@ export interface Config {
   /** What a browser gets at GET /graphql. */
   readonly landingPage: LandingPage;
   readonly limits: OperationLimits;
+  readonly http: HttpLimits;
+  /** Origins whose pages may call the gateway from a browser, or '*' for any. */
+  readonly corsOrigins: readonly string[] | '*';
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  readonly metricsToken: string | undefined;
+  /** A request header that names the client, for the fair share of a shared key; unset: the remote address. */
+  readonly clientIdHeader: string | undefined;
+}
+
+/** How long a client may take, and how many may be connected: a slow or greedy client cannot hold the process. */
+export interface HttpLimits {
+  /** The whole request head must arrive within this. */
+  readonly headersTimeoutMs: number;
+  /** The whole request, body included, must arrive within this. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /** Open connections accepted; past it, new ones are closed at once. */
+  readonly maxConnections: number;
 }
 
 /** What one GraphQL request may ask for, checked before it runs (no upstream call for a refused one). */
@@ -63,6 +86,12 @@ export interface OperationLimits {
   readonly maxBodyBytes: number;
   readonly allowBatchedRequests: boolean;
 }
+
+/** The origins Apollo Sandbox calls from: embedded on a landing page, and in Apollo Studio. */
+export const SANDBOX_ORIGINS: readonly string[] = Object.freeze([
+  'https://sandbox.embed.apollographql.com',
+  'https://studio.apollographql.com',
+]);
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -86,6 +115,8 @@ export function parseConfig(env: Env): Config {
   const production = env.NODE_ENV === 'production';
   const config: Config = {
     port: parsePort(env),
+    // Loopback: the gateway forwards a server key, so reaching it from the network is a choice to make.
+    host: parseHost(env),
     petstoreBaseUrl: parseBaseUrl(env),
     apiKey: nonEmpty(env, 'PETSTORE_API_KEY'),
     plan,
@@ -101,6 +132,7 @@ export function parseConfig(env: Env): Config {
     maxKeys: integer(env, 'PETSTORE_MAX_KEYS', 10_000, 100, 10_000_000),
     redisUrl: parseRedisUrl(env),
     production,
+    demo: parseBoolean(env, 'PETSTORE_DEMO', false),
     development: env.NODE_ENV === 'development',
     introspection: parseBoolean(env, 'INTROSPECTION', !production),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
@@ -117,6 +149,10 @@ export function parseConfig(env: Env): Config {
       maxBodyBytes: size(env, 'MAX_BODY_SIZE', '256kb'),
       allowBatchedRequests: parseBoolean(env, 'ALLOW_BATCHED_REQUESTS', false),
     }),
+    http: parseHttpLimits(env),
+    corsOrigins: parseCorsOrigins(env),
+    metricsToken: parseSecret(env, 'METRICS_TOKEN'),
+    clientIdHeader: parseHeaderName(env, 'CLIENT_ID_HEADER'),
   };
   return Object.freeze(config);
 }
@@ -164,6 +200,58 @@ function parseBaseUrl(env: Env): string | undefined {
   }
   if (!path.endsWith('/v1')) throw new ConfigError(accepts);
   return `${url.origin}${path}`;
+}
+
+function parseHost(env: Env): string {
+  const raw = value(env, 'HOST') ?? '127.0.0.1';
+  if (!/^[A-Za-z0-9.:[\]_-]{1,253}$/.test(raw)) {
+    throw new ConfigError('HOST must be a host name or an IP address to listen on, e.g. 127.0.0.1 or 0.0.0.0');
+  }
+  return raw.replace(/^\[(.*)\]$/, '$1');
+}
+
+function parseHttpLimits(env: Env): HttpLimits {
+  const headersTimeoutMs = duration(env, 'HEADERS_TIMEOUT', '10s', 100);
+  const requestTimeoutMs = duration(env, 'REQUEST_TIMEOUT', '30s', 100);
+  // Node refuses a head timeout longer than the whole request's.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('HEADERS_TIMEOUT must not be longer than REQUEST_TIMEOUT');
+  }
+  return Object.freeze({
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: duration(env, 'KEEP_ALIVE_TIMEOUT', '5s', 100),
+    maxConnections: integer(env, 'MAX_CONNECTIONS', 1_000, 1, 1_000_000),
+  });
+}
+
+function parseCorsOrigins(env: Env): readonly string[] | '*' {
+  const raw = value(env, 'CORS_ORIGINS');
+  if (raw === undefined) return SANDBOX_ORIGINS;
+  if (raw === '*') return '*';
+  const accepts = 'CORS_ORIGINS must be * or a comma list of origins such as https://app.example.com';
+  return Object.freeze(
+    raw.split(',').map((part) => {
+      let url: URL;
+      try {
+        url = new URL(part.trim());
+      } catch {
+        throw new ConfigError(accepts);
+      }
+      if (!['http:', 'https:'].includes(url.protocol) || url.origin !== part.trim().replace(/\/$/, '')) {
+        throw new ConfigError(accepts);
+      }
+      return url.origin;
+    }),
+  );
+}
+
+function parseHeaderName(env: Env, name: string): string | undefined {
+  const raw = value(env, name);
+  if (raw === undefined) return undefined;
+  // RFC 9110 section 5.1: a field name is a token.
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/.test(raw)) throw new ConfigError(`${name} must be an HTTP header name`);
+  return raw.toLowerCase();
 }
 
 function parseSecret(env: Env, name: string): string | undefined {

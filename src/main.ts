@@ -3,9 +3,10 @@
  * configured, and serve the gateway. The only place that reads the environment or picks ports.
  */
 
+import { connect } from 'node:net';
 import { ConfigError, type LandingPage, parseConfig } from './config.js';
 import { createLogger } from './gateway/logger.js';
-import { createGateway } from './gateway/server.js';
+import { createGateway, type GatewayHandle } from './gateway/server.js';
 import { demoCatalogue } from './petstore/seed.js';
 import { DEMO_KEY, type PetstoreHandle, startPetstore } from './petstore/start.js';
 
@@ -18,23 +19,62 @@ try {
   process.exit(1);
 }
 const logger = createLogger(config.logLevel);
-/** Apollo's drain grace period (10 s) plus time to close the pool and Redis. */
+/** The drain's grace period (10 s) plus time to close the pool and Redis. */
 const SHUTDOWN_DEADLINE_MS = 15_000;
+
+/** Start-up failures a person can fix, in one line naming the setting; anything else is a bug and keeps its stack. */
+function fail(message: string): never {
+  console.error(`gateway: ${message}`);
+  process.exit(1);
+}
 
 let embedded: PetstoreHandle | undefined;
 if (config.petstoreBaseUrl === undefined) {
+  if (config.production && !config.demo) {
+    fail(
+      'NODE_ENV=production needs PETSTORE_BASE_URL (the embedded demo store is for trying the gateway); set PETSTORE_DEMO=true to run the demo in production mode anyway',
+    );
+  }
   // No upstream configured: front an in-process reference store on a free port, so Sandbox works with no setup.
   embedded = await startPetstore({ port: 0, seed: demoCatalogue() });
   config = Object.freeze({ ...config, petstoreBaseUrl: embedded.url, apiKey: config.apiKey ?? DEMO_KEY });
 }
 
-const gateway = await createGateway(config, { logger });
-console.log(`Pet Store GraphQL gateway ready at ${gateway.url}`);
+let gateway: GatewayHandle;
+try {
+  gateway = await createGateway(config, { logger });
+} catch (error) {
+  if (error instanceof ConfigError) fail(error.message);
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE')
+    fail(`PORT ${config.port} on HOST ${config.host} is already in use; set PORT to a free port`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') fail(`HOST ${config.host} is not an address of this machine`);
+  if (code === 'EACCES') fail(`PORT ${config.port} needs privileges this process does not have; set PORT above 1023`);
+  throw error;
+}
+const keyInUse = embedded
+  ? 'the demo key (clients without Authorization use it)'
+  : config.apiKey
+    ? 'PETSTORE_API_KEY (clients without Authorization use it)'
+    : 'none (every client sends its own Authorization: Bearer key)';
+console.log(`Pet Store GraphQL gateway ready at ${gateway.url} (listening on ${config.host}:${gateway.port})`);
 console.log(
   embedded
     ? `Upstream: the embedded reference Pet Store at ${embedded.url} (demo catalogue; set PETSTORE_BASE_URL to front a real one)`
     : `Upstream: ${config.petstoreBaseUrl}`,
 );
+console.log(`Server key: ${keyInUse}`);
+if (!embedded) {
+  const reason = await unreachable(new URL(config.petstoreBaseUrl as string));
+  if (reason) {
+    console.log(
+      `Upstream: PETSTORE_BASE_URL ${config.petstoreBaseUrl} ${reason}; requests answer UPSTREAM_UNAVAILABLE until it does`,
+    );
+  }
+}
+if (config.corsOrigins === '*' && config.apiKey !== undefined) {
+  logger.warn("CORS_ORIGINS=* with a server key: any web page can spend that key from its visitors' browsers");
+}
 const explorers: Partial<Record<LandingPage, string>> = {
   sandbox: "Apollo Sandbox (its script comes from Apollo's CDN; LANDING_PAGE=graphiql works offline)",
   graphiql: 'GraphiQL (served by the gateway itself; works offline)',
@@ -62,3 +102,22 @@ async function shutdown(signal: string): Promise<void> {
   process.exit(0);
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(signal));
+
+/** Why a TCP connection to the upstream cannot be made within 3 s, or undefined when it can. */
+function unreachable(url: URL): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    const socket = connect({ host: url.hostname, port, timeout: 3_000 });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve('did not accept a connection within 3 s');
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) =>
+      resolve(error.code === 'ECONNREFUSED' ? 'refused the connection' : `could not be reached (${error.code})`),
+    );
+  });
+}

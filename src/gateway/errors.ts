@@ -33,8 +33,9 @@ export class GatewayError extends GraphQLError {
   }
 }
 
-export function badUserInput(message: string, upstream?: UpstreamErrorBody): GatewayError {
-  return new GatewayError(ErrorCode.BAD_USER_INPUT, message, upstream ? { upstream } : {});
+/** `httpStatus` when the whole request is refused before execution. */
+export function badUserInput(message: string, upstream?: UpstreamErrorBody, httpStatus?: number): GatewayError {
+  return new GatewayError(ErrorCode.BAD_USER_INPUT, message, upstream ? { upstream } : {}, httpStatus);
 }
 
 export function upstreamUnavailable(message: string): GatewayError {

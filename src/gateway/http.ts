@@ -1,12 +1,15 @@
 /**
- * The HTTP edge: /graphql (Apollo Server through its integration API), /health, and CORS so that
- * Apollo Sandbox, served from Apollo's origin, can call the endpoint. No framework: Node's http
- * and `executeHTTPGraphQLRequest` are all an integration needs.
+ * The HTTP edge: /graphql (Apollo Server through its integration API), /health (liveness), /ready
+ * (readiness), /metrics, the landing page's files, and CORS for the allowed origins. No framework:
+ * Node's http and `executeHTTPGraphQLRequest` are all an integration needs.
  */
 
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ApolloServer, type BaseContext, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import type { GatewayContext } from './context.js';
+import { type CorsVerdict, createCors } from './cors.js';
+import type { Logger } from './logger.js';
 import { requestIdFrom } from './request-context.js';
 
 /** Generic in the context so that Apollo's integration test suite can serve its own servers through this edge. */
@@ -24,9 +27,17 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
   ) => Promise<TContext>;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
-  readonly onError: (error: unknown) => void;
-  /** Serves `/metrics` (Prometheus text format). */
-  readonly metrics?: { readonly contentType: string; metrics(): Promise<string> };
+  /** Gets server faults at error level, client faults (a body cut short) at info, without a stack. */
+  readonly logger: Pick<Logger, 'error' | 'info'>;
+  /** Serves `/metrics` (Prometheus text format), behind a bearer token when one is given. */
+  readonly metrics?: { readonly contentType: string; metrics(): Promise<string>; readonly token?: string | undefined };
+  /** Which browser origins may call (default: any). */
+  readonly cors?: (req: IncomingMessage, res: ServerResponse) => CorsVerdict;
+  /** Whether the gateway can serve (`/ready`); and told of every response, so shutdown can wait for them. */
+  readonly lifecycle?: {
+    readonly ready: () => boolean;
+    readonly track: (res: ServerResponse) => void;
+  };
   /** Serves the landing page's own files (GraphiQL's); returns false for a path that is not one. */
   readonly serveAsset?: ((req: IncomingMessage, res: ServerResponse, pathname: string) => boolean) | undefined;
 }
@@ -34,11 +45,17 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
 export function createHttpHandler<TContext extends BaseContext = GatewayContext>(
   options: HttpOptions<TContext>,
 ): (req: IncomingMessage, res: ServerResponse) => void {
+  const cors = options.cors ?? createCors({ origins: '*' });
   return (req, res) => {
+    options.lifecycle?.track(res);
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
     handle(req, res, requestId).catch((error: unknown) => {
-      options.onError(error);
+      if (isClientFault(error, res)) {
+        options.logger.info({ reqId: requestId, reason: describe(error) }, 'client went away');
+        return;
+      }
+      options.logger.error({ reqId: requestId, err: error }, 'request failed');
       if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error' }] });
       else res.destroy();
     });
@@ -47,24 +64,39 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
   async function handle(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://gateway.invalid');
     if (url.pathname === '/health') return sendJson(res, 200, { status: 'ok' });
-    if (url.pathname === '/metrics' && options.metrics) {
-      const text = await options.metrics.metrics();
-      res.setHeader('Content-Type', options.metrics.contentType);
-      res.end(text);
-      return;
+    if (url.pathname === '/ready') {
+      const ready = options.lifecycle?.ready() ?? true;
+      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable' });
     }
+    if (url.pathname === '/metrics' && options.metrics) return serveMetrics(req, res, options.metrics);
     if (options.serveAsset?.(req, res, url.pathname)) return;
     if (url.pathname !== '/graphql' && url.pathname !== '/graphql/') {
       return sendJson(res, 404, { errors: [{ message: 'Not found: GraphQL is served at /graphql' }] });
     }
-    setCors(req, res);
+    if (cors(req, res) === 'refused') {
+      // Refused before the body is read: a page of another origin never reaches the upstream.
+      res.setHeader('Connection', 'close');
+      return sendJson(res, 403, {
+        errors: [{ message: 'this origin may not call the gateway (CORS_ORIGINS)', extensions: { code: 'FORBIDDEN' } }],
+      });
+    }
     if (req.method === 'OPTIONS') {
       res.statusCode = 204;
       res.end();
       return;
     }
+    if (options.lifecycle !== undefined && !options.lifecycle.ready()) {
+      res.setHeader('Retry-After', '1');
+      return sendJson(res, 503, {
+        errors: [{ message: 'the gateway is starting or shutting down', extensions: { code: 'UNAVAILABLE' } }],
+      });
+    }
 
     const body = await readJsonBody(req, options.maxBodyBytes);
+    if (body.aborted) {
+      options.logger.info({ reqId: requestId }, 'client went away before its request was read');
+      return;
+    }
     if (body.error !== undefined) {
       if (body.status === 413) res.setHeader('Connection', 'close');
       return sendJson(res, body.status, { errors: [{ message: body.error, extensions: { code: 'BAD_REQUEST' } }] });
@@ -101,38 +133,65 @@ function queryText(body: unknown, url: URL): string | undefined {
   return typeof query === 'string' ? query : undefined;
 }
 
-function setCors(req: IncomingMessage, res: ServerResponse): void {
-  // Credentials travel in the Authorization header, never in cookies, so any origin may call.
-  res.setHeader('Access-Control-Allow-Origin', '*');
-  if (req.method === 'OPTIONS') {
-    res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
-    res.setHeader('Access-Control-Allow-Headers', req.headers['access-control-request-headers'] ?? 'content-type');
-    res.setHeader('Access-Control-Max-Age', '600');
+async function serveMetrics(
+  req: IncomingMessage,
+  res: ServerResponse,
+  metrics: NonNullable<HttpOptions['metrics']>,
+): Promise<void> {
+  if (metrics.token !== undefined && !bearerIs(req.headers.authorization, metrics.token)) {
+    res.setHeader('WWW-Authenticate', 'Bearer realm="metrics"');
+    return sendJson(res, 401, { error: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' });
   }
+  const text = await metrics.metrics();
+  res.setHeader('Content-Type', metrics.contentType);
+  res.end(text);
 }
 
-type BodyResult = { value: unknown; error?: undefined } | { error: string; status: number };
+/** Compares in constant time, so the token cannot be guessed a character at a time. */
+function bearerIs(header: string | undefined, token: string): boolean {
+  const given = Buffer.from(/^Bearer +(.+)$/i.exec(header ?? '')?.[1]?.trim() ?? '');
+  const expected = Buffer.from(token);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+const CLIENT_FAULTS = new Set(['ECONNRESET', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED']);
+
+/** A fault of the client's (it went away): nothing for an operator to fix. */
+function isClientFault(error: unknown, res: ServerResponse): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  return (code !== undefined && CLIENT_FAULTS.has(code)) || res.destroyed;
+}
+
+function describe(error: unknown): string {
+  return (error as { code?: string } | undefined)?.code ?? (error as Error | undefined)?.message ?? 'unknown';
+}
+
+type BodyResult =
+  | { value: unknown; error?: undefined; aborted?: undefined }
+  | { error: string; status: number; aborted?: undefined }
+  | { aborted: true; error?: undefined };
 
 /** Reads a POST body; JSON is parsed when the Content-Type says so, as Apollo Server expects. */
 async function readJsonBody(req: IncomingMessage, max: number): Promise<BodyResult> {
   if (req.method !== 'POST') return { value: undefined };
   if (Number(req.headers['content-length']) > max) return { error: `body larger than ${max} bytes`, status: 413 };
   const chunks: Buffer[] = [];
-  const tooLarge = await new Promise<boolean>((resolve, reject) => {
+  const outcome = await new Promise<'read' | 'too large' | 'aborted'>((resolve) => {
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= max) return void chunks.push(chunk);
       req.off('data', onData);
-      resolve(true);
+      resolve('too large');
     };
     req.on('data', onData);
-    req.once('end', () => resolve(false));
-    req.once('error', reject);
-    // A client gone before the end of its body: nothing to answer, only to stop waiting.
-    req.once('close', () => resolve(true));
+    req.once('end', () => resolve('read'));
+    // A client gone before the end of its body (or a request timeout): nothing to answer, only to stop waiting.
+    req.once('error', () => resolve('aborted'));
+    req.once('close', () => resolve(req.complete ? 'read' : 'aborted'));
   });
-  if (tooLarge) return { error: `body larger than ${max} bytes`, status: 413 };
+  if (outcome === 'aborted') return { aborted: true };
+  if (outcome === 'too large') return { error: `body larger than ${max} bytes`, status: 413 };
   const text = Buffer.concat(chunks).toString('utf8');
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json' && !type?.endsWith('+json')) return { value: text };

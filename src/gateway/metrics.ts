@@ -99,6 +99,10 @@ export function createMetrics() {
       'Upstream GETs served by an identical one already in flight',
     ),
     cacheHits: counter('petstore_cache_hits_total', 'Upstream GETs served from the per-key response cache'),
+    connectionsDropped: counter(
+      'petstore_http_connections_dropped_total',
+      'Client connections closed at once because MAX_CONNECTIONS were open',
+    ),
     refusedFromMemory: counter(
       'petstore_rejected_key_repeats_total',
       'Requests with a key the upstream refused (401) moments ago, answered without asking it again',

@@ -1,7 +1,7 @@
 /** createGateway(config) → { url, close }: Apollo Server 5 with a federation v2 subgraph schema, on Node's http. */
 
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import {
@@ -9,11 +9,12 @@ import {
   ApolloServerPluginInlineTraceDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDisableSuggestions } from '@apollo/server/plugin/disableSuggestions';
-import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse } from 'graphql';
-import type { Config } from '../config.js';
+import { type Config, ConfigError } from '../config.js';
 import { createContext, type GatewayContext } from './context.js';
+import { createCors } from './cors.js';
+import { createDrain } from './drain.js';
 import { formatError } from './format-error.js';
 import { createHttpHandler } from './http.js';
 import { createCursorCodec } from './ids.js';
@@ -23,6 +24,7 @@ import { createLogger, type Logger } from './logger.js';
 import { createMetrics, recordLimiterEvent, upstreamObserver } from './metrics.js';
 import { operationMetricsPlugin } from './metrics-plugin.js';
 import { armorProtection, maxUpstreamRequests, upstreamEstimatePlugin } from './operation-limits.js';
+import { requestShapePlugin } from './plugins/request-shape.js';
 import { rateLimitExtension } from './rate-limit-plugin.js';
 import { resolvers } from './resolvers/index.js';
 import { MemoryBudgetStore } from './rest/budget.js';
@@ -32,6 +34,9 @@ import { createLimiter } from './rest/limiter.js';
 import { rejectedKeys } from './rest/rejected-keys.js';
 import { createResponseSharing } from './rest/sharing.js';
 import { createSlots } from './rest/slots.js';
+
+/** How long shutdown waits for requests in flight before it closes their connections. */
+const DRAIN_GRACE_MS = 10_000;
 
 /**
  * Connections to the upstream, and the share of them one API key may hold: many keys with slow
@@ -64,6 +69,30 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   if (config.petstoreBaseUrl === undefined) throw new Error('createGateway needs config.petstoreBaseUrl');
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
+  // Listening comes first, so a port in use fails at once and /ready says 503 while the rest starts.
+  const httpServer = createServer({
+    headersTimeout: config.http.headersTimeoutMs,
+    requestTimeout: config.http.requestTimeoutMs,
+    // How often Node checks the two timeouts above (default 30 s, which would let a slow client stay that long).
+    connectionsCheckingInterval: 1_000,
+  });
+  // Not every Node version takes these as options of createServer (keepAliveTimeout: Node 20 does not).
+  httpServer.headersTimeout = config.http.headersTimeoutMs;
+  httpServer.requestTimeout = config.http.requestTimeoutMs;
+  httpServer.keepAliveTimeout = config.http.keepAliveTimeoutMs;
+  httpServer.maxConnections = config.http.maxConnections;
+  const drain = createDrain(httpServer);
+  let started = false;
+  let handle: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  httpServer.on('request', (req, res) => handle?.(req, res));
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(config.port, options.host ?? config.host, () => {
+      httpServer.off('error', reject);
+      resolve();
+    });
+  });
+
   const store = config.redisUrl
     ? new RedisBudgetStore({
         url: config.redisUrl,
@@ -72,7 +101,16 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
       })
     : new MemoryBudgetStore({ idleMs: config.keyIdleMs, maxKeys: config.maxKeys });
-  if (store instanceof RedisBudgetStore) await store.ready();
+  if (store instanceof RedisBudgetStore) {
+    await store.ready();
+    // Alone, without Redis and without having seen the other replicas, this one would plan the whole
+    // plan for itself: N replicas starting so would spend N times the key's budget.
+    if (store.degraded) {
+      await store.close();
+      httpServer.close();
+      throw new ConfigError(`REDIS_URL did not answer within 3 s at start; start Redis, or unset REDIS_URL`);
+    }
+  }
   // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
   const cursorSecret =
     config.cursorSecret ?? (store instanceof RedisBudgetStore ? await store.sharedSecret('cursor-secret') : undefined);
@@ -122,7 +160,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const lookupStats: LookupStats = { fullScanPages: undefined };
 
-  const httpServer = createServer();
   const armor = armorProtection(config.limits);
   const landingPage = createLandingPage(config.landingPage);
   const apollo = new ApolloServer<GatewayContext>({
@@ -136,10 +173,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     validationRules: armor.validationRules,
     parseOptions: { maxTokens: config.limits.maxTokens },
     includeStacktraceInErrorResponses: config.development,
-    formatError: (formatted, error) => formatError(formatted, error, config.development),
+    formatError: (formatted, error) => formatError(formatted, error, { ...config, logger }),
     logger,
     plugins: [
-      ApolloServerPluginDrainHttpServer({ httpServer }),
       ApolloServerPluginInlineTraceDisabled(),
       // No cache hints are used; the default plugin would wrap every field resolver to collect them.
       ApolloServerPluginCacheControlDisabled(),
@@ -156,6 +192,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       }),
       rateLimitExtension(limiter, config.rateLimits, now),
       operationMetricsPlugin(metrics, logger),
+      requestShapePlugin(),
     ],
   });
   await apollo.start();
@@ -170,36 +207,49 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     maxUpstreamRequests: maxUpstreamRequests(config.limits, config.rateLimits),
     onBatch: (size: number) => metrics.loaderBatchSize.observe(size),
   };
-  httpServer.on(
-    'request',
-    createHttpHandler({
-      apollo,
-      context: async (req: IncomingMessage, query: string | undefined, requestId: string, signal: AbortSignal) =>
-        createContext(deps, {
-          headers: req.headers,
-          query,
-          requestId,
-          signal,
-          clientId: req.socket.remoteAddress,
-        }),
-      maxBodyBytes: config.limits.maxBodyBytes,
-      onError: (error) => logger.error({ err: error }, 'request failed'),
-      metrics: metrics.registry,
-      serveAsset: landingPage.serveAsset,
-    }),
-  );
-  await new Promise<void>((resolve, reject) => {
-    httpServer.once('error', reject);
-    httpServer.listen(config.port, options.host, () => resolve());
+  let connectionsDropped = 0;
+  httpServer.on('drop', () => {
+    metrics.connectionsDropped.inc();
+    // Once per thousand, so a flood does not flood the log too.
+    if (connectionsDropped++ % 1_000 === 0) {
+      logger.warn({ maxConnections: config.http.maxConnections }, 'MAX_CONNECTIONS reached: new connections closed');
+    }
   });
+  handle = createHttpHandler({
+    apollo,
+    context: async (req: IncomingMessage, query: string | undefined, requestId: string, signal: AbortSignal) =>
+      createContext(deps, {
+        headers: req.headers,
+        query,
+        requestId,
+        signal,
+        clientId: req.socket.remoteAddress,
+      }),
+    maxBodyBytes: config.limits.maxBodyBytes,
+    logger,
+    metrics: {
+      contentType: metrics.registry.contentType,
+      metrics: () => metrics.registry.metrics(),
+      token: config.metricsToken,
+    },
+    cors: createCors({
+      origins: config.corsOrigins,
+      ...(config.clientIdHeader ? { extraHeaders: [config.clientIdHeader] } : {}),
+    }),
+    lifecycle: { ready: () => started && !drain.draining, track: (res) => drain.track(res) },
+    serveAsset: landingPage.serveAsset,
+  });
+  started = true;
   const { port } = httpServer.address() as AddressInfo;
-  const host =
-    options.host === undefined || options.host === '0.0.0.0' || options.host === '::' ? 'localhost' : options.host;
+  const listening = options.host ?? config.host;
+  const host = listening === '0.0.0.0' || listening === '::' ? 'localhost' : listening;
 
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/graphql`,
     port,
     async close() {
+      // Every request whose bytes have arrived is answered before anything below it closes.
+      await drain.drain(DRAIN_GRACE_MS);
       await apollo.stop();
       await client.close();
       await limiter.close();

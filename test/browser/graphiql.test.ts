@@ -50,7 +50,7 @@ describe.skipIf(missing !== undefined)(
       });
       page = await context.newPage();
       page.on('pageerror', (error) => pageErrors.push(error.message));
-    }, 60_000);
+    }, 120_000);
 
     afterAll(async () => {
       await chromium?.close();

@@ -49,7 +49,8 @@ export async function launchChromium(): Promise<Chromium> {
   const stop = () => stopChromium(child, pid, profile);
   try {
     const endpoint = await devToolsEndpoint(child);
-    const browser = await chromium.connectOverCDP(endpoint);
+    // Generous: under a full parallel test run the browser can take a while to answer its first commands.
+    const browser = await chromium.connectOverCDP(endpoint, { timeout: 90_000 });
     return {
       browser,
       pid,

@@ -44,7 +44,7 @@ const createServer: CreateServerForIntegrationTests = async (serverOptions, test
       apollo,
       context: async () => (testOptions?.context ? testOptions.context() : {}),
       maxBodyBytes,
-      onError: (error) => edgeErrors.push(error),
+      logger: { error: (fields: unknown) => void edgeErrors.push(fields), info: () => {} },
     }),
   );
   await new Promise<void>((resolve, reject) => {

@@ -165,7 +165,6 @@ describe('no key in any log line, response body or header', () => {
         }
         const expected: [number, string][] = [
           [1, 'BAD_USER_INPUT'],
-          [2, 'UNAUTHENTICATED'],
           [3, 'UPSTREAM_UNAVAILABLE'],
           [4, 'UPSTREAM_UNAVAILABLE'],
         ];
@@ -173,7 +172,15 @@ describe('no key in any log line, response body or header', () => {
           const query = `{ pets(first: ${first}, status: SOLD) { nodes { id name } } }`;
           expect(errorCodes(await send(echoing.url, captured, query, authorization))).toEqual([code]);
         }
-        const created = await send(echoing.url, captured, OPERATIONS[2] as string, authorization);
+        // A 401 and a 429 each change what the gateway does next for the key (a refusal remembered,
+        // a pause), so each gets a gateway of its own.
+        const refusing = await gatewayFor(`${echo.origin}/v1`);
+        const unauthorized = '{ pets(first: 2, status: SOLD) { nodes { id name } } }';
+        expect(errorCodes(await send(refusing.url, captured, unauthorized, authorization))).toEqual([
+          'UNAUTHENTICATED',
+        ]);
+        const limiting = await gatewayFor(`${echo.origin}/v1`);
+        const created = await send(limiting.url, captured, OPERATIONS[2] as string, authorization);
         expect(errorCodes(created)).toEqual(['RATE_LIMITED']);
       }
       expect(echo.requests.map((request) => request.authorization)).toContain(`Bearer ${CONFIGURED_KEY}`);
@@ -199,39 +206,27 @@ describe('production', () => {
     await Promise.all([production.close(), development.close()]);
   });
 
-  // A real unexpected error, thrown by code rather than as a GatewayError: a federation representation
-  // of a type the schema does not have makes @apollo/subgraph throw a plain Error, whose message and
-  // stack (file paths) development shows. (Two more exist today, a TypeError from an _entities
-  // representation without an id and one from a cursor whose page URL() cannot read; they are bugs,
-  // pinned in property.test.ts, so this test does not lean on them.)
-  it('masks an unexpected error (an entity of an unknown type): no stack, no internal message, no path', async () => {
+  // What used to reach a client as an unexpected error (a representation of a type this subgraph
+  // does not resolve made @apollo/subgraph throw a plain Error) is now refused with a code of its own,
+  // naming nothing internal.
+  it('refuses an entity of an unknown type with BAD_USER_INPUT: no stack, no internal message, no path', async () => {
     const query = '{ _entities(representations: [{ __typename: "Nope", id: "1" }]) { __typename } }';
-    const shown = await development.query(query);
-    expect(shown.body.errors?.[0]?.extensions?.stacktrace).toEqual(expect.any(Array));
-    const internalMessage = shown.body.errors?.[0]?.message as string;
-
     const response = await production.query(query);
-    expect(response.status).toBe(200);
-    expect(response.body.errors).toEqual([
-      {
-        message: 'Internal server error',
-        locations: [{ line: 1, column: 3 }],
-        path: ['_entities'],
-        extensions: { code: 'INTERNAL_SERVER_ERROR' },
-      },
-    ]);
-    const text = JSON.stringify(response.body);
-    expect(text).not.toContain(internalMessage);
-    expect(text).not.toMatch(/stacktrace|\.ts:|node_modules|127\.0\.0\.1/);
+    expect(response.status).toBe(400);
+    expect(errorCodes(response)).toEqual(['BAD_USER_INPUT']);
+    expect(JSON.stringify(response.body)).not.toMatch(/stacktrace|\.ts:|node_modules|127\.0\.0\.1/);
   });
 
-  it('masks any error without a client code, whatever its message carries (format-error.ts)', () => {
-    const formatted = formatError(
-      { message: `connect ECONNREFUSED http://${CONFIGURED_KEY}@10.0.0.7:4010/v1/pets`, extensions: { stack: 'x' } },
-      new Error('x'),
-      false,
-    );
+  it('logs every masked error once, with its cause (format-error.ts)', () => {
+    const logged: unknown[] = [];
+    const cause = new TypeError('cannot read properties of undefined');
+    const formatted = formatError({ message: 'cannot read properties of undefined' }, cause, {
+      development: false,
+      production: true,
+      logger: { error: (fields: unknown) => void logged.push(fields) },
+    });
     expect(formatted).toEqual({ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    expect(logged).toEqual([expect.objectContaining({ err: cause })]);
   });
 
   it('gives no field or argument suggestions in production, and does outside it', async () => {

@@ -7,10 +7,11 @@
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gql } from '../helpers/gql.js';
+import { answer, startHostileUpstream } from '../helpers/hostile-upstream.js';
 import { stopProcess, trackedEnv } from '../helpers/processes.js';
 import { sendRaw, startUpstream, UPSTREAM_KEY, type Upstream } from '../helpers/upstream.js';
 
@@ -132,4 +133,70 @@ describe('graceful shutdown of src/main.ts', () => {
     },
     60_000,
   );
+
+  it('answers every createPet that arrived before SIGTERM: acknowledgements equal pets created', async () => {
+    // An upstream that creates the pets only once the test lets it: all of them are pending at the signal.
+    let created = 0;
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const store = await startHostileUpstream((req, res) => {
+      if (req.method !== 'POST') return answer(res, 404, '{"code":"not_found","message":"no","status":404}');
+      void released.then(() => {
+        created++;
+        answer(res, 201, `{"id":${created},"name":"Rex","categoryId":1,"status":"available"}`);
+      });
+    });
+    try {
+      main = await startMain({
+        PORT: '0',
+        PETSTORE_BASE_URL: store.url,
+        PETSTORE_API_KEY: UPSTREAM_KEY,
+        PETSTORE_RATE_LIMITS: 'off',
+        LOG_LEVEL: 'info',
+      });
+      // A keep-alive connection in use before the signal: it stays open while the gateway drains.
+      const probe = connect({ port: main.port, host: '127.0.0.1' });
+      await new Promise((resolve) => probe.once('connect', resolve));
+      expect(await rawGet(probe, '/ready')).toMatch(/^HTTP\/1\.1 200/);
+      const creates = Array.from({ length: 50 }, (_, i) =>
+        gql(main?.url as string, `mutation { createPet(input: { name: "Rex ${i}", categoryId: "1" }) { pet { id } } }`),
+      );
+      // All 50 have reached the gateway: sent upstream, or waiting there for one of the key's slots.
+      const waiting = async () => {
+        const text = await (await fetch(new URL('/metrics', main?.url))).text();
+        return Number(/^petstore_limiter_queue_depth (\d+)/m.exec(text)?.[1]);
+      };
+      expect(await until(async () => store.requests.length + (await waiting()) === 50, 20_000)).toBe(true);
+      main.child.kill('SIGTERM');
+      expect(await until(() => isRefused(main?.port ?? 0), 10_000)).toBe(true);
+      // Draining: new connections are refused, and one kept alive from before hears it is not ready.
+      expect(await rawGet(probe, '/ready')).toMatch(/^HTTP\/1\.1 503[^]*connection: close/i);
+      release();
+      const responses = await Promise.all(creates);
+      const acknowledged = responses.filter((response) => response.body.errors === undefined).length;
+      expect(acknowledged).toBe(50);
+      expect(created).toBe(acknowledged);
+      expect(await main.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 });
+
+/** Sends GET `path` on an open keep-alive socket; resolves with the raw answer's status line and headers. */
+function rawGet(socket: Socket, path: string): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+      if (!text.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      resolve(text);
+    };
+    socket.on('data', onData);
+    socket.once('close', () => resolve(text));
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  });
+}

@@ -27,6 +27,7 @@ describe('parseConfig defaults', () => {
   it('gives the documented defaults for an empty environment', () => {
     expect(parseConfig({})).toEqual({
       port: 4000,
+      host: '127.0.0.1',
       petstoreBaseUrl: undefined,
       apiKey: undefined,
       plan: 'free',
@@ -45,6 +46,7 @@ describe('parseConfig defaults', () => {
       maxKeys: 10_000,
       redisUrl: undefined,
       production: false,
+      demo: false,
       development: false,
       introspection: true,
       logLevel: 'info',
@@ -59,6 +61,10 @@ describe('parseConfig defaults', () => {
         maxBodyBytes: 256 * 1024,
         allowBatchedRequests: false,
       },
+      http: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 1_000 },
+      corsOrigins: ['https://sandbox.embed.apollographql.com', 'https://studio.apollographql.com'],
+      metricsToken: undefined,
+      clientIdHeader: undefined,
     });
   });
 
@@ -327,6 +333,43 @@ describe('PETSTORE_MAX_RETRY_AFTER and CURSOR_SECRET', () => {
     expect(parseConfig({ CURSOR_SECRET: 'sixteen-chars-ok' }).cursorSecret).toBe('sixteen-chars-ok');
     expectRefused({ CURSOR_SECRET: 'too-short' }, 'CURSOR_SECRET');
     expect(configError({ CURSOR_SECRET: 'too-short' }).message).not.toContain('too-short');
+  });
+});
+
+describe('HOST, CORS_ORIGINS, slow clients, METRICS_TOKEN, CLIENT_ID_HEADER, PETSTORE_DEMO', () => {
+  it.each(['0.0.0.0', '::', '[::1]', 'localhost', 'gateway.internal'])('takes HOST=%j', (value) => {
+    expect(parseConfig({ HOST: value }).host).toBe(value.replace(/^\[(.*)\]$/, '$1'));
+  });
+
+  it.each(['a b', 'http://x', 'host/path'])('refuses HOST=%j naming it', (value) => {
+    expectRefused({ HOST: value }, 'HOST');
+  });
+
+  it('takes * or a list of origins, and refuses a path or a scheme other than http(s)', () => {
+    expect(parseConfig({ CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
+    expect(parseConfig({ CORS_ORIGINS: 'https://a.example, http://localhost:3000' }).corsOrigins).toEqual([
+      'https://a.example',
+      'http://localhost:3000',
+    ]);
+    for (const value of ['https://a.example/app', 'ftp://a.example', 'a.example']) {
+      expectRefused({ CORS_ORIGINS: value }, 'CORS_ORIGINS');
+    }
+  });
+
+  it('takes the slow-client limits, and refuses a head timeout longer than the request timeout', () => {
+    expect(
+      parseConfig({ HEADERS_TIMEOUT: '1s', REQUEST_TIMEOUT: '2s', KEEP_ALIVE_TIMEOUT: '500ms', MAX_CONNECTIONS: '10' })
+        .http,
+    ).toEqual({ headersTimeoutMs: 1_000, requestTimeoutMs: 2_000, keepAliveTimeoutMs: 500, maxConnections: 10 });
+    expectRefused({ HEADERS_TIMEOUT: '40s' }, 'HEADERS_TIMEOUT');
+    expectRefused({ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS');
+  });
+
+  it('takes a metrics token, a client id header (lower-cased) and PETSTORE_DEMO', () => {
+    expect(parseConfig({ METRICS_TOKEN: 'a-metrics-token-of-length' }).metricsToken).toBe('a-metrics-token-of-length');
+    expect(parseConfig({ CLIENT_ID_HEADER: 'X-Client-Id' }).clientIdHeader).toBe('x-client-id');
+    expectRefused({ CLIENT_ID_HEADER: 'bad header' }, 'CLIENT_ID_HEADER');
+    expect(parseConfig({ PETSTORE_DEMO: 'true' }).demo).toBe(true);
   });
 });
 

@@ -1,0 +1,81 @@
+/**
+ * Shutting the HTTP server down without losing an answer. Stop listening at once; answer every
+ * request whose bytes have arrived, with `Connection: close` so its socket closes after it; close
+ * the idle keep-alive sockets only once nothing is in flight and nothing new has started for a
+ * moment (a request already on the wire when the signal came is read in that
+ * moment); force what is left at the grace period's end. A createPet whose POST went upstream thus gets its answer
+ * delivered, and a client whose request never arrived gets a closed connection, not a lost reply.
+ */
+
+import type { Server, ServerResponse } from 'node:http';
+import net from 'node:net';
+
+export interface Drain {
+  /** True from the moment draining began: responses carry `Connection: close`, /ready answers 503. */
+  readonly draining: boolean;
+  /** Requests being answered now. */
+  readonly inFlight: number;
+  /** Counts a request in until its response is finished or its connection closed. */
+  track(response: ServerResponse): void;
+  /** Drains within `graceMs`; resolves when every connection is closed. */
+  drain(graceMs: number): Promise<void>;
+}
+
+/** How long nothing new may start before idle sockets are closed: longer than reading a request already sent. */
+const QUIET_MS = 250;
+
+export function createDrain(server: Server): Drain {
+  let draining = false;
+  let inFlight = 0;
+  const answering = new Set<ServerResponse>();
+  let lastStarted = 0;
+  let settled: (() => void) | undefined;
+
+  return {
+    get draining() {
+      return draining;
+    },
+    get inFlight() {
+      return inFlight;
+    },
+    track(response) {
+      inFlight++;
+      answering.add(response);
+      lastStarted = Date.now();
+      if (draining) response.setHeader('Connection', 'close');
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        inFlight--;
+        answering.delete(response);
+        if (inFlight === 0) settled?.();
+      };
+      response.once('finish', finish);
+      response.once('close', finish);
+    },
+    async drain(graceMs) {
+      if (draining) return;
+      draining = true;
+      // Answers still to be written close their connection after them.
+      for (const response of answering) if (!response.headersSent) response.setHeader('Connection', 'close');
+      const started = Date.now();
+      const deadline = started + graceMs;
+      // Stop listening, as net.Server does: http.Server's own close() would also close every
+      // connection it deems idle at once, and one whose request bytes have arrived but are not read
+      // yet looks idle. Those are closed below, once nothing has started for a moment.
+      const closed = new Promise<void>((resolve) => net.Server.prototype.close.call(server, () => resolve()));
+      while (Date.now() < deadline && (inFlight > 0 || Date.now() - Math.max(started, lastStarted) < QUIET_MS)) {
+        await new Promise<void>((resolve) => {
+          settled = resolve;
+          setTimeout(resolve, Math.min(QUIET_MS, Math.max(1, deadline - Date.now())));
+        });
+        settled = undefined;
+      }
+      server.closeIdleConnections();
+      const forced = setTimeout(() => server.closeAllConnections(), Math.max(0, deadline - Date.now()));
+      await closed;
+      clearTimeout(forced);
+    },
+  };
+}
