@@ -23,6 +23,8 @@ ENV NODE_ENV=production
 # gateway's live heap is about 50 MB, so 256 MB of old space keeps its RSS near 200 MB under load
 # (npm start sets the same). Override with -e NODE_OPTIONS=… for very high concurrency.
 ENV NODE_OPTIONS=--max-old-space-size=256
+# The gateway listens on loopback unless told otherwise; in a container, the network is the point.
+ENV HOST=0.0.0.0
 WORKDIR /app
 # Owned by root and read-only to the user that runs them.
 COPY --from=build /app/package.json ./package.json

@@ -229,9 +229,8 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
       ...base,
       PORT: new URL(url).port,
     });
-    const ready = await fetch(new URL('/ready', url));
-    // /ready is arriving with readiness (issue 13): until it does, the check must fail, not pass.
-    expect(health.code).toBe(ready.status === 200 ? 0 : 1);
+    expect((await fetch(new URL('/ready', url))).status).toBe(200);
+    expect(health.code).toBe(0);
 
     process.kill(gateway.pid, 'SIGTERM');
     expect(await gateway.exited, gateway.output()).toEqual({ code: 0, signal: null });
