@@ -1,11 +1,11 @@
 /** Puts the key's budget, as far as the gateway knows it, into every GraphQL response: `extensions.rateLimit`. */
 
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { RateWindow } from '../config.js';
-import type { GatewayContext } from './context.js';
-import type { Quota } from './rest/budget.js';
-import { keyIdOf } from './rest/key-id.js';
-import type { Limiter } from './rest/limiter.js';
+import type { RateWindow } from '../../config.js';
+import type { GatewayContext } from '../context.js';
+import type { Quota } from '../rest/budget.js';
+import { keyIdOf } from '../rest/key-id.js';
+import type { Limiter } from '../rest/limiter.js';
 
 /**
  * Before the upstream has answered for a key, the plan is all the gateway knows: its smallest

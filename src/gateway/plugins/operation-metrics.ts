@@ -4,9 +4,9 @@
  */
 
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { GatewayContext } from './context.js';
-import type { Logger } from './logger.js';
-import type { Metrics } from './metrics.js';
+import type { GatewayContext } from '../context.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
 
 const MAX_NAMES = 200;
 
