@@ -32,6 +32,7 @@ const config = {
     PetConnection: '../models.js#PetConnectionModel',
     PetEdge: '../models.js#PetEdgeModel',
     CreatePetPayload: '../models.js#CreatePetPayloadModel',
+    RateLimit: '../models.js#RateLimitModel',
   },
   scalars: { ID: 'string' },
 };

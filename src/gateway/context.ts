@@ -12,6 +12,7 @@ import { createPetLookups, type LookupStats, type PetLoader } from './loaders/pe
 import type { Logger } from './logger.js';
 import type { RestClient } from './rest/client.js';
 import { keyIdOf } from './rest/key-id.js';
+import type { BudgetView } from './rest/limiter.js';
 import { createOperation, type Operation } from './rest/operation.js';
 
 export interface GatewayContext {
@@ -24,6 +25,8 @@ export interface GatewayContext {
   readonly cursors: Cursors;
   readonly petLoader: PetLoader;
   readonly logger: Logger;
+  /** The key's budget as far as the gateway knows it now (`rateLimit`, `extensions.rateLimit`). */
+  budget(): BudgetView;
 }
 
 export interface ContextDeps {
@@ -35,6 +38,10 @@ export interface ContextDeps {
   readonly now: () => number;
   /** Upstream requests one operation may send (undefined: no cap). */
   readonly maxUpstreamRequests: number | undefined;
+  /** The key's budget by key digest, as the limiter knows it. */
+  readonly describeBudget: (keyId: string) => BudgetView;
+  /** Names the client of a request that uses the server key (CLIENT_ID_HEADER); unset: the remote address. */
+  readonly clientIdHeader?: string | undefined;
   /** Told the size of every pet lookup batch (metrics). */
   readonly onBatch?: (size: number) => void;
 }
@@ -46,8 +53,8 @@ export interface RequestInfo {
   readonly requestId?: string | undefined;
   /** Aborted when the client has gone. */
   readonly signal?: AbortSignal | undefined;
-  /** Who the client is (for the fair share of a shared key). */
-  readonly clientId?: string | undefined;
+  /** The remote address, who the client is when no CLIENT_ID_HEADER names it. */
+  readonly remoteAddress?: string | undefined;
 }
 
 /**
@@ -57,15 +64,19 @@ export interface RequestInfo {
  */
 export function createContext(deps: ContextDeps, request: RequestInfo): GatewayContext {
   const { headers, query, requestId } = request;
-  const key = credential(headers.authorization) ?? deps.config.apiKey ?? (isMetadataOnly(query) ? '' : undefined);
+  const own = credential(headers.authorization);
+  const key = own ?? deps.config.apiKey ?? (isMetadataOnly(query) ? '' : undefined);
   if (key === undefined) throw missingCredential();
+  // Clients sharing the server key take turns; one with its own key is its key's only client.
+  const named = deps.clientIdHeader === undefined ? undefined : headers[deps.clientIdHeader];
+  const clientId = own !== undefined ? '' : ((Array.isArray(named) ? named[0] : named) ?? request.remoteAddress ?? '');
   // Lines logged for this request name it, as its upstream requests do (X-Request-Id).
   const logger = requestId === undefined ? deps.logger : deps.logger.child({ reqId: requestId });
   const operation = createOperation({
     requestId,
     logger,
     signal: request.signal,
-    clientId: request.clientId,
+    clientId,
     maxWaitMs: deps.config.maxWaitMs,
     timeoutMs: deps.config.timeoutMs,
     maxRequests: deps.maxUpstreamRequests,
@@ -80,13 +91,15 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
     now: deps.now,
     ...(deps.onBatch ? { onBatch: deps.onBatch } : {}),
   });
+  const keyId = keyIdOf(key);
   return {
     key,
     operation,
     client: lookups.client,
-    cursors: deps.cursors.forKey(keyIdOf(key)),
+    cursors: deps.cursors.forKey(keyId),
     logger,
     petLoader: lookups.loader,
+    budget: () => deps.describeBudget(keyId),
   };
 }
 

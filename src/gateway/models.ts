@@ -54,3 +54,13 @@ export interface PetConnectionModel {
 export interface CreatePetPayloadModel {
   readonly pet: PetModel;
 }
+
+/** The key's budget as the limiter describes it, and the operation's estimated cost. */
+export interface RateLimitModel {
+  readonly limit: number;
+  readonly remaining: number;
+  readonly used: number;
+  /** Epoch ms, or undefined when nothing is known to be spent. */
+  readonly resetAt: number | undefined;
+  readonly cost: number;
+}

@@ -5,7 +5,7 @@
  * GraphQL request must not be able to spend a plan's minute.
  */
 
-import type { ApolloServerPlugin } from '@apollo/server';
+import { type ApolloServerPlugin, HeaderMap } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import {
   type FragmentDefinitionNode,
@@ -18,6 +18,7 @@ import type { OperationLimits, PetLookup, RateWindow } from '../config.js';
 import type { GatewayContext } from './context.js';
 import { budgetExceeded } from './errors.js';
 import { type LookupStats, planLookup } from './loaders/lookup-plan.js';
+import { dryRunBody, isDryRun } from './plugins/dry-run.js';
 
 /** graphql-armor's protections, with the configured limits; its messages name the limit exceeded. */
 export function armorProtection(limits: OperationLimits) {
@@ -49,23 +50,40 @@ export function maxUpstreamRequests(limits: OperationLimits, windows: readonly R
   return Math.max(1, Math.floor(smallest * limits.maxBudgetShare));
 }
 
-/** Refuses, before execution, an operation estimated to spend more than its share of the key's budget. */
+/**
+ * Estimates, before execution, the upstream requests an operation will cost (kept on the
+ * operation for `extensions.cost` and `rateLimit.cost`), and refuses one over its share of the
+ * key's budget. An operation that asks `rateLimit(dryRun: true)` is answered here with that field
+ * alone: nothing else runs and nothing goes upstream, however much it would cost.
+ */
 export function upstreamEstimatePlugin(options: UpstreamEstimateOptions): ApolloServerPlugin<GatewayContext> {
   const max = maxUpstreamRequests(options.limits, options.windows);
   return {
     async requestDidStart() {
+      let dryRun = false;
       return {
-        async didResolveOperation({ operation, document, request }) {
-          if (max === undefined || operation === undefined) return;
+        async didResolveOperation({ operation, document, request, contextValue }) {
+          if (operation === undefined) return;
           const fragments = new Map<string, FragmentDefinitionNode>();
           for (const definition of document.definitions) {
             if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
           }
-          const estimate = estimateUpstreamRequests(operation, fragments, request.variables ?? {}, {
+          const variables = request.variables ?? {};
+          const estimate = estimateUpstreamRequests(operation, fragments, variables, {
             ...options,
-            maxRequests: max,
+            maxRequests: max ?? Number.POSITIVE_INFINITY,
           });
-          if (estimate > max) throw budgetExceeded(max, { estimated: estimate }, 400);
+          // No context when a metadata-only request needs no key; there is nothing to price then.
+          if (contextValue?.operation) contextValue.operation.estimated = estimate;
+          dryRun = isDryRun(operation, fragments, variables);
+          if (!dryRun && max !== undefined && estimate > max) throw budgetExceeded(max, { estimated: estimate }, 400);
+        },
+        async responseForOperation({ operation, document, contextValue }) {
+          if (!dryRun) return null;
+          return {
+            http: { status: undefined, headers: new HeaderMap() },
+            body: dryRunBody(operation, document, contextValue),
+          };
         },
       };
     },

@@ -11,7 +11,7 @@ import {
 import { ApolloServerPluginDisableSuggestions } from '@apollo/server/plugin/disableSuggestions';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse } from 'graphql';
-import { type Config, ConfigError } from '../config.js';
+import { type Config, ConfigError, PLAN_LIMITS } from '../config.js';
 import { createContext, type GatewayContext } from './context.js';
 import { createCors } from './cors.js';
 import { createDrain } from './drain.js';
@@ -23,14 +23,14 @@ import type { LookupStats } from './loaders/lookup-plan.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, recordLimiterEvent, upstreamObserver } from './metrics.js';
 import { armorProtection, maxUpstreamRequests, upstreamEstimatePlugin } from './operation-limits.js';
-import { rateLimitExtension } from './plugins/budget-extensions.js';
+import { budgetExtensions } from './plugins/budget-extensions.js';
 import { operationMetricsPlugin } from './plugins/operation-metrics.js';
 import { requestShapePlugin } from './plugins/request-shape.js';
 import { resolvers } from './resolvers/index.js';
 import { MemoryBudgetStore } from './rest/budget.js';
 import { RedisBudgetStore } from './rest/budget-redis.js';
 import { createRestClient } from './rest/client.js';
-import { createLimiter } from './rest/limiter.js';
+import { type BudgetView, createLimiter } from './rest/limiter.js';
 import { rejectedKeys } from './rest/rejected-keys.js';
 import { createResponseSharing } from './rest/sharing.js';
 import { createSlots } from './rest/slots.js';
@@ -190,7 +190,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         lookupStats,
         now,
       }),
-      rateLimitExtension(limiter, config.rateLimits, now),
+      budgetExtensions(),
       operationMetricsPlugin(metrics, logger),
       requestShapePlugin(),
     ],
@@ -205,6 +205,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     lookupStats,
     now,
     maxUpstreamRequests: maxUpstreamRequests(config.limits, config.rateLimits),
+    describeBudget: (keyId: string) => limiter.describe(keyId) ?? planBudget(config),
+    clientIdHeader: config.clientIdHeader,
     onBatch: (size: number) => metrics.loaderBatchSize.observe(size),
   };
   let connectionsDropped = 0;
@@ -223,7 +225,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         query,
         requestId,
         signal,
-        clientId: req.socket.remoteAddress,
+        remoteAddress: req.socket.remoteAddress,
       }),
     maxBodyBytes: config.limits.maxBodyBytes,
     logger,
@@ -255,4 +257,13 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await limiter.close();
     },
   };
+}
+
+/**
+ * What is known of a key's budget before it has sent anything, with client-side throttling off:
+ * the plan's table, untouched (enterprise, which has none, reports nothing: zeros).
+ */
+function planBudget(config: Config): BudgetView {
+  const window = config.rateLimits[0] ?? (config.plan === 'enterprise' ? undefined : PLAN_LIMITS[config.plan][0]);
+  return { limit: window?.count ?? 0, remaining: window?.count ?? 0, used: 0, resetAt: undefined };
 }

@@ -238,7 +238,12 @@ describe('through Hive Gateway', () => {
     expect(response.body.errors).toBeUndefined();
     // Hive Gateway alone drops subgraph response extensions; gateway.config.ts copies this one.
     expect(response.body.extensions).toEqual({
-      rateLimit: { limit: 100_000, remaining: expect.any(Number), resetAt: expect.any(String) },
+      rateLimit: {
+        limit: 100_000,
+        remaining: expect.any(Number),
+        used: expect.any(Number),
+        resetAt: expect.any(String),
+      },
     });
     // The client's own key: its budget, not the configured key's, and spent by this request.
     const { rateLimit } = response.body.extensions as { rateLimit: { remaining: number } };

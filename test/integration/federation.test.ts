@@ -60,6 +60,7 @@ describe('composition', () => {
         'PetEdge',
         'PageInfo',
         'Query',
+        'RateLimit',
         'CreatePetInput',
         'CreatePetPayload',
         'Mutation',
@@ -73,7 +74,8 @@ describe('composition', () => {
     const fields = (name: string) => Object.keys((supergraph.getType(name) as GraphQLObjectType).getFields()).sort();
     expect(fields('Pet')).toEqual(['adoptionFee', 'category', 'id', 'name', 'status']);
     expect(fields('Category')).toEqual(['id', 'name']);
-    expect(fields('Query')).toEqual(['featuredPets', 'pet', 'pets']);
+    expect(fields('Query')).toEqual(['featuredPets', 'pet', 'pets', 'rateLimit']);
+    expect(fields('RateLimit')).toEqual(['cost', 'limit', 'remaining', 'resetAt', 'used']);
   });
 });
 

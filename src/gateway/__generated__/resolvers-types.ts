@@ -1,5 +1,5 @@
 import type { GraphQLResolveInfo } from 'graphql';
-import type { PetModel, CategoryModel, PetConnectionModel, PetEdgeModel, CreatePetPayloadModel } from '../models.js';
+import type { PetModel, CategoryModel, PetConnectionModel, PetEdgeModel, CreatePetPayloadModel, RateLimitModel } from '../models.js';
 import type { GatewayContext } from '../context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -88,6 +88,12 @@ export type Query = {
   pet?: Maybe<Pet>;
   /** Pets in id order. `first` is 1..100; `after` is a cursor from a previous page. */
   pets: PetConnection;
+  /**
+   * The API key's rate-limit budget as far as the gateway knows it, and what this operation costs in
+   * upstream requests. With `dryRun: true` nothing else of the operation runs and nothing is sent
+   * upstream: the answer holds only this field, to price an operation before running it.
+   */
+  rateLimit: RateLimit;
 };
 
 
@@ -100,6 +106,26 @@ export type QueryPetsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
   status?: InputMaybe<PetStatus>;
+};
+
+
+export type QueryRateLimitArgs = {
+  dryRun?: InputMaybe<Scalars['Boolean']['input']>;
+};
+
+/** An API key's budget in its tightest window (the configured one, or the upstream's when it has less left), and an operation's cost. */
+export type RateLimit = {
+  __typename?: 'RateLimit';
+  /** Upstream requests this operation is estimated to cost (an estimate: sharing and the cache can make it less). */
+  cost: Scalars['Int']['output'];
+  /** Requests the window allows. */
+  limit: Scalars['Int']['output'];
+  /** Requests left in it, as far as the gateway knows. */
+  remaining: Scalars['Int']['output'];
+  /** When the window next frees a request (ISO 8601); null when nothing is known to be spent. */
+  resetAt?: Maybe<Scalars['String']['output']>;
+  /** Requests spent in it. */
+  used: Scalars['Int']['output'];
 };
 
 
@@ -210,6 +236,7 @@ export type ResolversTypes = {
   PetStatus: PetStatus;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
+  RateLimit: ResolverTypeWrapper<RateLimitModel>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -227,6 +254,7 @@ export type ResolversParentTypes = {
   PetEdge: PetEdgeModel;
   Query: Record<PropertyKey, never>;
   Int: Scalars['Int']['output'];
+  RateLimit: RateLimitModel;
 };
 
 export type CategoryResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['Category'] = ResolversParentTypes['Category']> = {
@@ -268,6 +296,15 @@ export type PetEdgeResolvers<ContextType = GatewayContext, ParentType extends Re
 export type QueryResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
   pet?: Resolver<Maybe<ResolversTypes['Pet']>, ParentType, ContextType, RequireFields<QueryPetArgs, 'id'>>;
   pets?: Resolver<ResolversTypes['PetConnection'], ParentType, ContextType, RequireFields<QueryPetsArgs, 'first'>>;
+  rateLimit?: Resolver<ResolversTypes['RateLimit'], ParentType, ContextType, RequireFields<QueryRateLimitArgs, 'dryRun'>>;
+};
+
+export type RateLimitResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['RateLimit'] = ResolversParentTypes['RateLimit']> = {
+  cost?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  limit?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  remaining?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  resetAt?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  used?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type Resolvers<ContextType = GatewayContext> = {
@@ -279,5 +316,6 @@ export type Resolvers<ContextType = GatewayContext> = {
   PetConnection?: PetConnectionResolvers<ContextType>;
   PetEdge?: PetEdgeResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  RateLimit?: RateLimitResolvers<ContextType>;
 };
 

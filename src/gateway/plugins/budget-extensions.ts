@@ -1,40 +1,34 @@
-/** Puts the key's budget, as far as the gateway knows it, into every GraphQL response: `extensions.rateLimit`. */
+/**
+ * Every GraphQL response says what the operation cost and what is left of the key's budget:
+ * `extensions.cost` (`estimatedUpstreamRequests` before it ran, `actualUpstreamRequests` it really
+ * sent; answers shared or cached cost 0), as Shopify's `extensions.cost` does, and
+ * `extensions.rateLimit` (the tightest window as far as the gateway knows it: the configured one
+ * from its own sends, or the upstream's last word when it has less left; `resetAt` only when
+ * something is known to be spent).
+ */
 
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { RateWindow } from '../../config.js';
 import type { GatewayContext } from '../context.js';
-import type { Quota } from '../rest/budget.js';
-import { keyIdOf } from '../rest/key-id.js';
-import type { Limiter } from '../rest/limiter.js';
 
-/**
- * Before the upstream has answered for a key, the plan is all the gateway knows: its smallest
- * window, untouched. With throttling off and no answer yet, there is nothing to report.
- */
-export function rateLimitExtension(
-  limiter: Limiter,
-  windows: readonly RateWindow[],
-  now: () => number,
-): ApolloServerPlugin<GatewayContext> {
-  const plan = windows[0];
-  const fromPlan = (): Quota | undefined =>
-    plan && { limit: plan.count, remaining: plan.count, resetAt: now() + plan.windowMs };
+export function budgetExtensions(): ApolloServerPlugin<GatewayContext> {
   return {
     async requestDidStart() {
       return {
         async willSendResponse({ response, contextValue }) {
-          // No context when the request was refused before one was built (no credential).
+          // No context when the request was refused before one was built (no credential), nor a key
+          // for a metadata-only request (introspection, _service).
           if (response.body.kind !== 'single' || !contextValue?.key) return;
-          const known = limiter.quota(keyIdOf(contextValue.key));
-          const quota = known === undefined || known.resetAt === 0 ? fromPlan() : known;
-          if (quota === undefined) return;
+          const { operation } = contextValue;
+          const budget = contextValue.budget();
           response.body.singleResult.extensions = {
             ...response.body.singleResult.extensions,
             rateLimit: {
-              limit: quota.limit,
-              remaining: quota.remaining,
-              resetAt: new Date(quota.resetAt).toISOString(),
+              limit: budget.limit,
+              remaining: budget.remaining,
+              used: budget.used,
+              ...(budget.resetAt === undefined ? {} : { resetAt: new Date(budget.resetAt).toISOString() }),
             },
+            cost: { estimatedUpstreamRequests: operation.estimated, actualUpstreamRequests: operation.sent },
           };
         },
       };

@@ -17,4 +17,7 @@ export const Query: QueryResolvers = {
   },
 
   pet: (_parent, { id }, context) => context.petLoader.load(parseIdArgument(id, 'id')),
+
+  // With dryRun the operation never gets here: the estimate plugin answers it before execution.
+  rateLimit: (_parent, _args, context) => ({ ...context.budget(), cost: context.operation.estimated }),
 };

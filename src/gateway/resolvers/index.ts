@@ -4,6 +4,7 @@ import { Pet } from './Pet.js';
 import { PetConnection } from './PetConnection.js';
 import { PetEdge } from './PetEdge.js';
 import { Query } from './Query.js';
+import { RateLimit } from './RateLimit.js';
 
 export const resolvers: Resolvers = {
   Query,
@@ -11,4 +12,5 @@ export const resolvers: Resolvers = {
   Pet,
   PetConnection,
   PetEdge,
+  RateLimit,
 };

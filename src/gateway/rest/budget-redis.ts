@@ -72,7 +72,12 @@ for i = 3, #KEYS do
   redis.call('ZADD', KEYS[i], at, seq)
   redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]) + at - now)
 end
-return {1, at, seq}
+-- The first (smallest) window: how many sends it holds, and when its oldest leaves it.
+if #KEYS > 2 then
+  local oldest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  return {1, at, seq, redis.call('ZCARD', KEYS[3]), tonumber(oldest[2]) + tonumber(ARGV[7])}
+end
+return {1, at, seq, 0, at}
 `;
 
 // KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no usable headers), now.
@@ -201,8 +206,10 @@ export class RedisBudgetStore implements BudgetStore {
         ];
         const counts = windows.flatMap((w) => [w.count, w.windowMs]);
         const args = [now, Math.round(deadline), PROBE_MS, this.#inflightMs, ONE_AT_A_TIME_BELOW, ...counts];
-        const [ok, at, third] = await this.#redis.petstoreReserve(keys.length, ...keys, ...args);
-        if (ok === 1) return { ok: true, at: at as number, seq: third as number };
+        const [ok, at, third, used, freeAt] = await this.#redis.petstoreReserve(keys.length, ...keys, ...args);
+        if (ok === 1) {
+          return { ok: true, at: at as number, seq: third as number, used: used as number, freeAt: freeAt as number };
+        }
         return third === 1 ? { ok: false, retryAt: at as number, probing: true } : { ok: false, retryAt: at as number };
       },
       (fallback) => fallback.reserve(keyId, windows, now, deadline),

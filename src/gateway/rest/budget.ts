@@ -17,7 +17,14 @@ import type { RateWindow } from '../../config.js';
  * that is past its deadline, and otherwise asks again (the upstream's next answer may open the gate).
  */
 export type Reservation =
-  | { readonly ok: true; readonly at: number; readonly seq: number }
+  | {
+      readonly ok: true;
+      readonly at: number;
+      readonly seq: number;
+      /** Sends in the first (smallest) window's log, this one included, and when its oldest leaves it. */
+      readonly used: number;
+      readonly freeAt: number;
+    }
   | {
       readonly ok: false;
       readonly retryAt: number;
@@ -169,7 +176,10 @@ export class MemoryBudgetStore implements BudgetStore {
     budget.seq++;
     budget.inflight.add(budget.seq);
     for (const { windowMs } of windows) this.#log(budget, windowMs, now).push(at);
-    return { ok: true, at, seq: budget.seq };
+    const first = windows[0] === undefined ? undefined : this.#log(budget, windows[0].windowMs, now);
+    const used = first?.length ?? 0;
+    const freeAt = first === undefined ? at : (first[0] as number) + (windows[0] as RateWindow).windowMs;
+    return { ok: true, at, seq: budget.seq, used, freeAt };
   }
 
   async observe(keyId: string, observation: Observation, now: number): Promise<Quota> {

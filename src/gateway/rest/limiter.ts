@@ -1,9 +1,11 @@
 /**
- * The per-key limiter stage. Before a request goes upstream it needs: a reservation from the budget
- * store (the plan's windows and the upstream's last word), a slot of its key (a fair share of
- * connections, round-robin across clients), and, right before dispatch, no 429 pause in force for
- * the key (here or on another replica). A 429 pauses the key until Retry-After and the request is
- * tried again; one that cannot get budget or a slot before its operation's `waitUntil` fails at once.
+ * The per-key limiter stage. Before a request goes upstream it needs: its turn to plan (one request
+ * of a key plans at a time, the turns going round-robin across the key's clients, so a client that
+ * fired a thousand queries cannot push a light client's one behind all of them); a reservation from
+ * the budget store (the plan's windows and the upstream's last word); a connection slot (a fair
+ * share of the pool); and, right before dispatch, no 429 pause in force for the key (here or on
+ * another replica). A 429 pauses the key until Retry-After and the request is tried again; one that
+ * cannot get budget or a slot before its operation's `waitUntil` fails at once.
  *
  * Why not bottleneck (used before): its queue knows neither our deadlines nor a client that left,
  * it cannot be fair across clients of one key, and it yields through timers (about 5 ms a job).
@@ -15,15 +17,29 @@ import type { BudgetStore, Quota } from './budget.js';
 import type { Stage, UpstreamCall } from './pipeline.js';
 import { readRateHeaders, readRetryAfter } from './rate-headers.js';
 import type { UpstreamResponse } from './response.js';
-import type { Slots } from './slots.js';
+import { createSlots, type Slots } from './slots.js';
 
 export interface Limiter {
   readonly stage: Stage;
   /** The key's budget as far as the gateway knows it (by key digest), or undefined before any answer. */
   quota(keyId: string): Quota | undefined;
+  /**
+   * The key's budget in its tightest window as far as this process knows: the configured window
+   * from its own sends, or the upstream's last word when that has less left (and a pause means none
+   * left). Undefined when nothing is known (throttling off and no upstream word yet).
+   */
+  describe(keyId: string): BudgetView | undefined;
   /** Aggregates for metrics: never per key. */
   stats(): LimiterStats;
   close(): Promise<void>;
+}
+
+export interface BudgetView {
+  readonly limit: number;
+  readonly remaining: number;
+  readonly used: number;
+  /** Epoch ms when the window next frees a request, or undefined when nothing is known to be spent. */
+  readonly resetAt: number | undefined;
 }
 
 export interface LimiterStats {
@@ -39,7 +55,10 @@ export interface LimiterOptions {
   /** The budget windows; empty when client-side throttling is off (a 429 is still honoured). */
   readonly windows: readonly RateWindow[];
   readonly store: BudgetStore;
+  /** Connection slots: the pool, and each key's share of it. */
   readonly slots: Slots;
+  /** Requests one client may have waiting for its turn to plan, per key (default 100). */
+  readonly maxQueuedPerClient?: number;
   /** Longest Retry-After or X-RateLimit-Reset believed (PETSTORE_MAX_RETRY_AFTER). */
   readonly maxRetryAfterMs: number;
   readonly now?: () => number;
@@ -74,6 +93,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** When each request of a key now in flight upstream (from this process) was sent. */
   const sending = new Map<string, Set<{ readonly at: number }>>();
+  /** When the upstream last answered a request of the key (from this process). */
+  const lastAnswer = new Map<string, number>();
+  /** The first window's log as the key's latest reservation left it: what `describe` tells. */
+  const usage = new Map<string, { readonly used: number; readonly freeAt: number; readonly at: number }>();
+  /** Turns to plan: one request of a key at a time, round-robin across its clients. */
+  const turns = createSlots({
+    total: Number.POSITIVE_INFINITY,
+    perKey: 1,
+    maxQueuedPerClient: options.maxQueuedPerClient ?? 100,
+    now,
+  });
 
   /** Waits for a reservation; returns its sequence number. */
   async function reserve(call: UpstreamCall): Promise<number> {
@@ -84,6 +114,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const reservation = await options.store.reserve(call.keyId, options.windows, now(), deadline);
       const start = now();
       if (reservation.ok) {
+        if (usage.size >= memoSize && !usage.has(call.keyId)) usage.delete(usage.keys().next().value as string);
+        usage.set(call.keyId, { used: reservation.used, freeAt: reservation.freeAt, at: start });
         if (reservation.at <= start) return reservation.seq;
         options.onEvent?.({ type: 'throttled', waitMs: reservation.at - start });
         try {
@@ -95,12 +127,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
         return reservation.seq;
       }
       // Blocked by an answer in flight (a probe's, or one of the last few of a window): it decides,
-      // so wait for it up to the deadline. Past it, a request sent before this one began to wait and
-      // still unanswered means the upstream is silent; otherwise the key's budget was the wait.
+      // so wait for it up to the deadline. Past it, if the upstream answered nothing for the key all
+      // that time while a request sent before the wait is still out, the upstream is silent;
+      // otherwise the key's budget (or its share of connections) was the wait.
       if (reservation.probing) {
         if (start >= deadline) {
           const oldest = Math.min(...[...(sending.get(call.keyId) ?? [])].map((send) => send.at));
-          if (oldest <= waitingSince) throw upstreamUnavailable('the Pet Store has not answered in time');
+          const answeredMeanwhile = (lastAnswer.get(call.keyId) ?? 0) >= waitingSince;
+          // A request that comes here with no wait left (it spent it queued for its turn) waited on the budget.
+          if (waitingSince < deadline && oldest <= waitingSince && !answeredMeanwhile) {
+            throw upstreamUnavailable('the Pet Store has not answered in time');
+          }
           options.onEvent?.({ type: 'rejected', reason: 'budget' });
           throw rateLimited(Math.max(1, ((await options.store.pausedUntil(call.keyId)) - start) / 1000));
         }
@@ -115,10 +152,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
-  async function acquireSlot(call: UpstreamCall): Promise<() => void> {
+  async function acquire(slots: Slots, call: UpstreamCall): Promise<() => void> {
     const { clientId, waitUntil } = call.operation;
     try {
-      return await options.slots.acquire(call.keyId, clientId, waitUntil, call.signal);
+      return await slots.acquire(call.keyId, clientId, Math.max(waitUntil, now()), call.signal);
     } catch (error) {
       if (isRateLimited(error)) options.onEvent?.({ type: 'rejected', reason: 'queue' });
       throw error;
@@ -128,6 +165,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /** Records what the answer says of the key's budget, and remembers it for `extensions.rateLimit`. */
   async function observe(call: UpstreamCall, seq: number, response: UpstreamResponse): Promise<void> {
     const at = now();
+    if (lastAnswer.size >= memoSize && !lastAnswer.has(call.keyId)) {
+      lastAnswer.delete(lastAnswer.keys().next().value as string);
+    }
+    lastAnswer.set(call.keyId, at);
     const headers = readRateHeaders(response, at, options.maxRetryAfterMs);
     if (headers.clamped) warnClamped(call.keyId, 'x-ratelimit-reset');
     const quota = await options.store.observe(call.keyId, { seq, ...headers }, at);
@@ -151,11 +192,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
       let release: () => void;
       let seq: number;
       try {
-        release = await acquireSlot(call);
+        // The key's turn to plan is held until the planned time comes, so the next client in turn
+        // plans right after: planned requests never pile up ahead of a light client.
+        const endTurn = await acquire(turns, call);
         try {
           seq = await reserve(call);
+        } finally {
+          endTurn();
+        }
+        try {
+          release = await acquire(options.slots, call);
         } catch (error) {
-          release();
+          await options.store.release(call.keyId, seq);
           throw error;
         }
       } finally {
@@ -212,6 +260,35 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return {
     stage: (next) => (call) => run(call, next),
     quota: (keyId) => quotas.get(keyId),
+    describe(keyId) {
+      const at = now();
+      const pausedUntil = localPauses.get(keyId) ?? 0;
+      const upstream = quotas.get(keyId);
+      const known = upstream !== undefined && upstream.resetAt > at ? upstream : undefined;
+      const window = options.windows[0];
+      let view: BudgetView | undefined;
+      if (window !== undefined) {
+        const memo = usage.get(keyId);
+        // Sends older than a window have left it; those in it are counted as the last reservation saw them.
+        const used = memo !== undefined && at < memo.at + window.windowMs && memo.freeAt > at ? memo.used : 0;
+        view = {
+          limit: window.count,
+          remaining: Math.max(0, window.count - used),
+          used,
+          resetAt: used > 0 ? memo?.freeAt : undefined,
+        };
+      }
+      if (known !== undefined && (view === undefined || known.remaining < view.remaining)) {
+        view = {
+          limit: known.limit,
+          remaining: known.remaining,
+          used: Math.max(0, known.limit - known.remaining),
+          resetAt: known.resetAt,
+        };
+      }
+      if (view !== undefined && pausedUntil > at) view = { ...view, remaining: 0, resetAt: pausedUntil };
+      return view;
+    },
     stats() {
       const at = now();
       let lowest: number | undefined;

@@ -26,6 +26,8 @@ export interface Operation {
   charged: number;
   /** Requests really sent upstream, 429 retries and resends included: answers shared or cached are 0. */
   sent: number;
+  /** Requests the operation was estimated to cost before it ran (`extensions.cost`, `rateLimit.cost`). */
+  estimated: number;
 }
 
 export interface OperationOptions {
@@ -51,6 +53,7 @@ export function createOperation(options: OperationOptions): Operation {
     maxRequests: options.maxRequests ?? Number.POSITIVE_INFINITY,
     charged: 0,
     sent: 0,
+    estimated: 0,
   };
 }
 
