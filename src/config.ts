@@ -30,6 +30,8 @@ export interface Config {
   readonly timeoutMs: number;
   /** How long a per-key upstream GET answer is served again; 0 = no cache (identical GETs in flight are still shared). */
   readonly cacheTtlMs: number;
+  /** How old a key's answer may be served instead of RATE_LIMITED or UPSTREAM_UNAVAILABLE; 0 = never. */
+  readonly staleTtlMs: number;
   /** Share identical upstream GETs in flight per key (default true; off only to measure what it saves). */
   readonly coalesce: boolean;
   readonly petLookup: PetLookup;
@@ -124,6 +126,7 @@ export function parseConfig(env: Env): Config {
     maxWaitMs: duration(env, 'PETSTORE_MAX_WAIT', '10s'),
     timeoutMs: duration(env, 'PETSTORE_TIMEOUT', '10s', 1),
     cacheTtlMs: duration(env, 'PETSTORE_CACHE_TTL', '0s'),
+    staleTtlMs: duration(env, 'PETSTORE_STALE_TTL', '0s'),
     coalesce: parseBoolean(env, 'PETSTORE_COALESCE', true),
     petLookup: oneOf(env, 'PET_LOOKUP', ['auto', 'list', 'legacy'], 'auto'),
     maxRetryAfterMs: duration(env, 'PETSTORE_MAX_RETRY_AFTER', '1h', 1_000),

@@ -4,11 +4,11 @@
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
-import { type DocumentNode, Kind, parse } from 'graphql';
+import { type DocumentNode, type GraphQLResolveInfo, Kind, parse, responsePathAsArray } from 'graphql';
 import type { Config } from '../config.js';
 import { missingCredential } from './errors.js';
 import type { CursorCodec, Cursors } from './ids.js';
-import { createPetLookups, type LookupStats, type PetLoader } from './loaders/pet-loader.js';
+import { createPetLookups, type LookupStats, type PetLoader, type PetLoaderOptions } from './loaders/pet-loader.js';
 import type { Logger } from './logger.js';
 import type { RestClient } from './rest/client.js';
 import { keyIdOf } from './rest/key-id.js';
@@ -27,6 +27,25 @@ export interface GatewayContext {
   readonly logger: Logger;
   /** The key's budget as far as the gateway knows it now (`rateLimit`, `extensions.rateLimit`). */
   budget(): BudgetView;
+  /** Fields answered from earlier answers, because the upstream could not be asked (`extensions.stale`). */
+  readonly stale: StaleNote[];
+  /** How old the answer a loaded pet came from is, when it was served stale. */
+  petStaleMs(id: string): number | undefined;
+}
+
+export interface StaleNote {
+  readonly path: readonly (string | number)[];
+  readonly ageSeconds: number;
+}
+
+/** Notes that the field at `path` was answered from an answer `staleMs` old. */
+export function noteStale(
+  context: GatewayContext,
+  path: GraphQLResolveInfo['path'],
+  staleMs: number | undefined,
+): void {
+  if (staleMs === undefined) return;
+  context.stale.push({ path: responsePathAsArray(path), ageSeconds: Math.round(staleMs / 100) / 10 });
 }
 
 export interface ContextDeps {
@@ -44,6 +63,8 @@ export interface ContextDeps {
   readonly clientIdHeader?: string | undefined;
   /** Told the size of every pet lookup batch (metrics). */
   readonly onBatch?: (size: number) => void;
+  /** What the key's list pages showed (PETSTORE_CACHE_TTL, PETSTORE_STALE_TTL), when either is on. */
+  readonly petMemory?: PetLoaderOptions['memory'];
 }
 
 export interface RequestInfo {
@@ -82,16 +103,18 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
     maxRequests: deps.maxUpstreamRequests,
     now: deps.now(),
   });
+  const keyId = keyIdOf(key);
   const lookups = createPetLookups({
     client: deps.client.forOperation(operation),
     key,
+    keyId,
     operation,
+    memory: deps.petMemory,
     strategy: deps.config.petLookup,
     stats: deps.lookupStats,
     now: deps.now,
     ...(deps.onBatch ? { onBatch: deps.onBatch } : {}),
   });
-  const keyId = keyIdOf(key);
   return {
     key,
     operation,
@@ -100,6 +123,8 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
     logger,
     petLoader: lookups.loader,
     budget: () => deps.describeBudget(keyId),
+    stale: [],
+    petStaleMs: (id) => lookups.staleMs(id),
   };
 }
 

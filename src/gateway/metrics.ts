@@ -99,6 +99,10 @@ export function createMetrics() {
       'Upstream GETs served by an identical one already in flight',
     ),
     cacheHits: counter('petstore_cache_hits_total', 'Upstream GETs served from the per-key response cache'),
+    staleServed: counter(
+      'petstore_stale_answers_total',
+      'Upstream GETs answered from an earlier answer (PETSTORE_STALE_TTL) because the upstream could not be asked',
+    ),
     connectionsDropped: counter(
       'petstore_http_connections_dropped_total',
       'Client connections closed at once because MAX_CONNECTIONS were open',

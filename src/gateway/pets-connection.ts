@@ -5,7 +5,8 @@
  * returns, and stops at a page it has read before, at an empty page, or at its operation's budget.
  */
 
-import type { GatewayContext } from './context.js';
+import type { GraphQLResolveInfo } from 'graphql';
+import { type GatewayContext, noteStale } from './context.js';
 import { badUserInput, upstreamUnavailable } from './errors.js';
 import type { PetConnectionModel, PetEdgeModel, PetModel } from './models.js';
 import { isPetsPageUrl } from './rest/link.js';
@@ -20,7 +21,11 @@ export interface PetsArguments {
 /** The spec's largest page size. */
 const MAX_PAGE_SIZE = 100;
 
-export async function fetchPetConnection(context: GatewayContext, args: PetsArguments): Promise<PetConnectionModel> {
+export async function fetchPetConnection(
+  context: GatewayContext,
+  args: PetsArguments,
+  path: GraphQLResolveInfo['path'],
+): Promise<PetConnectionModel> {
   const { client } = context;
   let page = client.petsUrl({ limit: args.first, status: args.status });
   let offset = 0;
@@ -35,11 +40,18 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
 
   const edges: PetEdgeModel[] = [];
   const read = new Set<string>();
+  /** The age of the oldest page served stale, if any was. */
+  let oldest: number | undefined;
+  const done = (connection: PetConnectionModel) => {
+    noteStale(context, path, oldest);
+    return connection;
+  };
   for (;;) {
     page = sized(page, offset + args.first - edges.length);
     read.add(pageKey(page));
     // context.client primes the request's pet loader with every page it lists.
-    const { pets, next } = await client.listPets(context.key, page);
+    const { pets, next, staleMs } = await client.listPets(context.key, page);
+    oldest = staleMs === undefined ? oldest : Math.max(oldest ?? 0, staleMs);
     const here = pathOf(page);
     const after = next === undefined ? undefined : pathOf(next);
     const taken = pets.slice(offset, offset + args.first - edges.length);
@@ -54,7 +66,7 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
     }
     const restOfPage = offset + taken.length < pets.length;
     if (edges.length === args.first || restOfPage || next === undefined) {
-      return { edges, hasNextPage: restOfPage || next !== undefined };
+      return done({ edges, hasNextPage: restOfPage || next !== undefined });
     }
     // An upstream that pages in circles, or links on from a page with nothing left to give.
     const looped = read.has(pageKey(next));
@@ -64,10 +76,10 @@ export async function fetchPetConnection(context: GatewayContext, args: PetsArgu
           `the Pet Store ${looped ? 'linked back to a page already read' : 'linked on from an empty page'}`,
         );
       }
-      return { edges, hasNextPage: !looped };
+      return done({ edges, hasNextPage: !looped });
     }
     // Out of budget: what was read is a whole answer; the last cursor continues in another operation.
-    if (!canCharge(context.operation)) return { edges, hasNextPage: true };
+    if (!canCharge(context.operation)) return done({ edges, hasNextPage: true });
     page = next;
     offset = 0;
     // A page answered from the cache resolves at once: let the event loop breathe between pages.

@@ -20,6 +20,7 @@ import { createHttpHandler } from './http.js';
 import { createCursorCodec } from './ids.js';
 import { createLandingPage } from './landing-page.js';
 import type { LookupStats } from './loaders/lookup-plan.js';
+import { createPetMemory } from './loaders/pet-memory.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, recordLimiterEvent, upstreamObserver } from './metrics.js';
 import { armorProtection, maxUpstreamRequests, upstreamEstimatePlugin } from './operation-limits.js';
@@ -27,6 +28,7 @@ import { budgetExtensions } from './plugins/budget-extensions.js';
 import { operationMetricsPlugin } from './plugins/operation-metrics.js';
 import { requestShapePlugin } from './plugins/request-shape.js';
 import { resolvers } from './resolvers/index.js';
+import { memoryAnswers, redisAnswers } from './rest/answers.js';
 import { MemoryBudgetStore } from './rest/budget.js';
 import { RedisBudgetStore } from './rest/budget-redis.js';
 import { createRestClient } from './rest/client.js';
@@ -137,6 +139,28 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     },
   });
   metrics.watchLimiter(limiter);
+  const keepsAnswers = config.cacheTtlMs > 0 || config.staleTtlMs > 0;
+  const sharing =
+    config.coalesce || keepsAnswers
+      ? createResponseSharing({
+          coalesce: config.coalesce,
+          ttlMs: config.cacheTtlMs,
+          staleTtlMs: config.staleTtlMs,
+          // With Redis, answers (cached and stale) serve every replica; without it, this one.
+          answers:
+            keepsAnswers && config.redisUrl
+              ? redisAnswers({
+                  url: config.redisUrl,
+                  ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
+                  fallback: memoryAnswers(10_000),
+                  onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
+                })
+              : memoryAnswers(10_000),
+          onCoalesced: () => metrics.coalesced.inc(),
+          onCacheHit: () => metrics.cacheHits.inc(),
+          onStale: () => metrics.staleServed.inc(),
+        })
+      : undefined;
   const client = createRestClient({
     baseUrl: config.petstoreBaseUrl,
     timeoutMs: config.timeoutMs,
@@ -147,16 +171,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     rejectedKeys: rejectedKeys({ maxKeys: config.maxKeys, onRemembered: () => metrics.refusedFromMemory.inc() }),
     observer: upstreamObserver(metrics),
     now,
-    ...(config.coalesce || config.cacheTtlMs > 0
-      ? {
-          sharing: createResponseSharing({
-            coalesce: config.coalesce,
-            ttlMs: config.cacheTtlMs,
-            onCoalesced: () => metrics.coalesced.inc(),
-            onCacheHit: () => metrics.cacheHits.inc(),
-          }),
-        }
-      : {}),
+    ...(sharing ? { sharing } : {}),
   });
   const lookupStats: LookupStats = { fullScanPages: undefined };
 
@@ -208,6 +223,15 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     describeBudget: (keyId: string) => limiter.describe(keyId) ?? planBudget(config),
     clientIdHeader: config.clientIdHeader,
     onBatch: (size: number) => metrics.loaderBatchSize.observe(size),
+    ...(keepsAnswers
+      ? {
+          petMemory: {
+            pets: createPetMemory({ maxKeys: Math.min(config.maxKeys, 1_000) }),
+            freshMs: config.cacheTtlMs,
+            staleMs: Math.max(config.cacheTtlMs, config.staleTtlMs),
+          },
+        }
+      : {}),
   };
   let connectionsDropped = 0;
   httpServer.on('drop', () => {
@@ -254,6 +278,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await drain.drain(DRAIN_GRACE_MS);
       await apollo.stop();
       await client.close();
+      await sharing?.close();
       await limiter.close();
     },
   };

@@ -38,6 +38,7 @@ describe('parseConfig defaults', () => {
       maxWaitMs: 10_000,
       timeoutMs: 10_000,
       cacheTtlMs: 0,
+      staleTtlMs: 0,
       coalesce: true,
       petLookup: 'auto',
       maxRetryAfterMs: 3_600_000,

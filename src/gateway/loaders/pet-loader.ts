@@ -4,7 +4,8 @@
  * `planLookup` decides. A scan ends: at the last page, at a page it has read before, at an empty
  * page that links on, at a link it will not follow, at the operation's budget, or when the client
  * leaves; an id it did not reach is an error that says why, never `null` (which would claim the pet
- * does not exist).
+ * does not exist). With a pet memory (PETSTORE_CACHE_TTL, PETSTORE_STALE_TTL), what the key's list
+ * pages showed moments ago answers first, and stands in for a lookup that fails.
  */
 
 import DataLoader from 'dataloader';
@@ -14,6 +15,7 @@ import type { PetModel } from '../models.js';
 import type { PetPage, RestClient } from '../rest/client.js';
 import { canCharge, type Operation } from '../rest/operation.js';
 import { type LookupStats, planLookup } from './lookup-plan.js';
+import type { PetMemory } from './pet-memory.js';
 
 export { GET_PET_SUNSET, type LookupStats } from './lookup-plan.js';
 
@@ -24,10 +26,13 @@ export interface PetLoaderOptions {
   /** The client bound to this request's operation. */
   readonly client: RestClient;
   readonly key: string;
+  readonly keyId: string;
   readonly operation: Operation;
   readonly strategy: PetLookup;
   readonly stats: LookupStats;
   readonly now: () => number;
+  /** What the key's list pages showed: served within `freshMs`, and within `staleMs` when a lookup fails. */
+  readonly memory?: { readonly pets: PetMemory; readonly freshMs: number; readonly staleMs: number } | undefined;
   readonly maxBatchSize?: number;
   readonly onBatch?: (size: number) => void;
 }
@@ -43,25 +48,38 @@ export interface PetLookups {
    * concurrently, and the list may carry the pet.
    */
   readonly client: RestClient;
+  /** How old the answer a loaded pet came from is, when it was an earlier one served stale. */
+  staleMs(id: string): number | undefined;
 }
 
+/** Failures an earlier answer may stand in for: no budget in time, the upstream not answering. */
+const STAND_IN_CODES = new Set(['RATE_LIMITED', 'UPSTREAM_UNAVAILABLE']);
+
 export function createPetLookups(options: PetLoaderOptions): PetLookups {
-  const { key, stats, operation } = options;
+  const { key, keyId, stats, operation, memory } = options;
   // Every pet this request has had from the upstream; a batch answers these without asking again.
   const seen = new Map<string, PetModel>();
+  const ages = new Map<string, number>();
   const inFlight = new Set<Promise<PetPage>>();
   // Once a scan has read every page in this request, an id it did not find is absent.
   let scannedToEnd = false;
+
+  function take(pets: readonly PetModel[], staleMs: number | undefined): void {
+    for (const pet of pets) {
+      seen.set(pet.id, pet);
+      if (staleMs === undefined) ages.delete(pet.id);
+      else ages.set(pet.id, staleMs);
+    }
+  }
 
   // createRestClient returns a plain object, so spreading it keeps every other method.
   const client: RestClient = {
     ...options.client,
     listPets(pageKey, url) {
       const page = options.client.listPets(pageKey, url).then((result) => {
-        for (const pet of result.pets) {
-          seen.set(pet.id, pet);
-          loader.prime(pet.id, pet);
-        }
+        take(result.pets, result.staleMs);
+        if (result.staleMs === undefined) memory?.pets.remember(keyId, result.pets, options.now());
+        for (const pet of result.pets) loader.prime(pet.id, pet);
         return result;
       });
       inFlight.add(page);
@@ -75,6 +93,8 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
   async function scan(ids: readonly string[]): Promise<Error | undefined> {
     const wanted = new Set(ids);
     const read = new Set<string>();
+    const startedAt = options.now();
+    let fresh = true;
     let page: URL | undefined = client.petsUrl({ limit: SCAN_PAGE_SIZE });
     let pages = 0;
     while (page !== undefined && wanted.size > 0) {
@@ -83,6 +103,7 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
       read.add(page.href);
       const result = await client.listPets(key, page);
       pages++;
+      fresh &&= result.staleMs === undefined;
       for (const pet of result.pets) wanted.delete(pet.id);
       if (result.pets.length === 0 && result.next !== undefined) {
         return upstreamUnavailable('the Pet Store linked on from an empty page');
@@ -97,6 +118,7 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
     if (page === undefined) {
       scannedToEnd = true;
       stats.fullScanPages = pages;
+      if (fresh) memory?.pets.rememberComplete(keyId, startedAt);
     }
     return undefined;
   }
@@ -107,9 +129,23 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
     const results = await Promise.allSettled(ids.map((id) => options.client.getPet(key, id)));
     results.forEach((result, i) => {
       if (result.status === 'rejected') failures.set(ids[i] as string, result.reason as Error);
-      else if (result.value !== null) seen.set(result.value.id, result.value);
+      else if (result.value.pet !== null) take([result.value.pet], result.value.staleMs);
     });
     return failures;
+  }
+
+  /** Ids the memory answers within `maxAgeMs` (their pet, or null for one known absent). */
+  function recall(ids: readonly string[], maxAgeMs: number, stale: boolean): Map<string, PetModel | null> {
+    const known = new Map<string, PetModel | null>();
+    if (memory === undefined || maxAgeMs <= 0) return known;
+    const now = options.now();
+    for (const id of ids) {
+      const recalled = memory.pets.recall(keyId, id, now, maxAgeMs);
+      if (recalled === undefined) continue;
+      known.set(id, recalled.pet);
+      if (recalled.pet !== null) take([recalled.pet], stale ? now - recalled.at : undefined);
+    }
+    return known;
   }
 
   const loader: PetLoader = new DataLoader(
@@ -117,7 +153,9 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
       options.onBatch?.(ids.length);
       // Sibling fields resolve concurrently: a list page of this request still in flight may carry these pets.
       while (inFlight.size > 0) await Promise.allSettled(inFlight);
-      const missing = scannedToEnd ? [] : ids.filter((id) => !seen.has(id));
+      const unseen = scannedToEnd ? [] : ids.filter((id) => !seen.has(id));
+      const learned = recall(unseen, memory?.freshMs ?? 0, false);
+      const missing = unseen.filter((id) => !learned.has(id));
       let failures = new Map<string, Error>();
       if (missing.length > 0) {
         const plan = planLookup(missing.length, {
@@ -129,15 +167,27 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
         if (plan.strategy === 'legacy') failures = await fetchEach(missing);
         else {
           // A failed page fails the whole batch; DataLoader then forgets these ids, so a later load asks again.
-          const stopped = await scan(missing);
-          if (stopped !== undefined) failures = new Map(missing.map((id) => [id, stopped]));
+          const stopped = await scan(missing).catch((error: unknown) => error as Error);
+          if (stopped !== undefined)
+            failures = new Map(missing.filter((id) => !seen.has(id)).map((id) => [id, stopped]));
         }
       }
+      // What failed for want of budget or of the upstream, what the key's pages showed recently stands in for.
+      const standIns = recall(
+        [...failures].filter(([, error]) => STAND_IN_CODES.has(codeOf(error))).map(([id]) => id),
+        memory?.staleMs ?? 0,
+        true,
+      );
+      for (const id of standIns.keys()) failures.delete(id);
       // DataLoader would cache a failed id's error for the rest of the request; a later load asks again.
       for (const id of failures.keys()) loader.clear(id);
       return ids.map((id) => seen.get(id) ?? failures.get(id) ?? null);
     },
     { maxBatchSize: options.maxBatchSize ?? 1_000 },
   );
-  return { loader, client };
+  return { loader, client, staleMs: (id) => ages.get(id) };
+}
+
+function codeOf(error: Error): string {
+  return String((error as { extensions?: { code?: unknown } }).extensions?.code ?? '');
 }

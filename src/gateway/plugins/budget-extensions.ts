@@ -4,7 +4,8 @@
  * sent; answers shared or cached cost 0), as Shopify's `extensions.cost` does, and
  * `extensions.rateLimit` (the tightest window as far as the gateway knows it: the configured one
  * from its own sends, or the upstream's last word when it has less left; `resetAt` only when
- * something is known to be spent).
+ * something is known to be spent), and, when a field was answered from an earlier answer because
+ * the upstream could not be asked, `extensions.stale: [{ path, ageSeconds }]`.
  */
 
 import type { ApolloServerPlugin } from '@apollo/server';
@@ -29,6 +30,7 @@ export function budgetExtensions(): ApolloServerPlugin<GatewayContext> {
               ...(budget.resetAt === undefined ? {} : { resetAt: new Date(budget.resetAt).toISOString() }),
             },
             cost: { estimatedUpstreamRequests: operation.estimated, actualUpstreamRequests: operation.sent },
+            ...(contextValue.stale.length === 0 ? {} : { stale: contextValue.stale }),
           };
         },
       };

@@ -30,6 +30,14 @@ export interface PetPage {
   readonly next: URL | undefined;
   /** The upstream linked a next page that is not followed (another origin, another path). */
   readonly nextRefused?: true;
+  /** Set when the page is an earlier answer served because the upstream could not be asked: its age. */
+  readonly staleMs?: number;
+}
+
+/** A pet by id (null: none), and the age of the answer when it is an earlier one served stale. */
+export interface PetLookup {
+  readonly pet: PetModel | null;
+  readonly staleMs?: number;
 }
 
 export interface NewPetBody {
@@ -46,8 +54,8 @@ export interface RestClient {
   /** A page of `GET /pets`: a URL from `petsUrl`, or a continuation from a Link header. */
   listPets(key: string, page: URL): Promise<PetPage>;
   createPet(key: string, pet: NewPetBody): Promise<PetModel>;
-  /** The deprecated `GET /pets/{petId}`; null for a 404. */
-  getPet(key: string, id: string): Promise<PetModel | null>;
+  /** The deprecated `GET /pets/{petId}`; a null pet for a 404. */
+  getPet(key: string, id: string): Promise<PetLookup>;
   /** This client for one GraphQL operation: its budget, deadlines, client and request id apply. */
   forOperation(operation: Operation): RestClient;
   close(): Promise<void>;
@@ -212,7 +220,10 @@ export function createRestClient(options: RestClientOptions): RestClient {
           const target = 'foreign' in link ? link.foreign : link.url.pathname;
           operation.logger.warn({ target }, 'upstream linked its next page outside <base>/pets; not followed');
         }
-        return link !== undefined && next === undefined ? { pets, next, nextRefused: true } : { pets, next };
+        const stale = response.staleMs === undefined ? {} : { staleMs: response.staleMs };
+        return link !== undefined && next === undefined
+          ? { pets, next, nextRefused: true, ...stale }
+          : { pets, next, ...stale };
       },
 
       async createPet(key, pet) {
@@ -236,9 +247,10 @@ export function createRestClient(options: RestClientOptions): RestClient {
           'getPet',
           new URL(`pets/${encodeURIComponent(id)}`, baseUrl),
         );
-        if (response.status === 404) return null;
+        if (response.status === 404) return { pet: null };
         if (response.status !== 200) fail(response, key);
-        return parseBody(response, toPet);
+        const pet = parseBody(response, toPet);
+        return response.staleMs === undefined ? { pet } : { pet, staleMs: response.staleMs };
       },
 
       forOperation: (operation) => view(operation),

@@ -4,6 +4,8 @@ export interface UpstreamResponse {
   readonly status: number;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly body: string;
+  /** Set on an earlier answer served because the upstream could not be asked: how old it is. */
+  readonly staleMs?: number;
 }
 
 /** A header's value; a repeated header is joined with ", " (RFC 9110 section 5.3), or its first value taken. */

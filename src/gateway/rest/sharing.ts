@@ -1,30 +1,38 @@
 /**
- * Making every upstream request count: identical GETs in flight for the same key share one
- * request (across GraphQL requests, never across keys), and an optional short-lived per-key cache
- * serves repeats. A write for a key (createPet) drops that key's cached and in-flight GETs, so a
- * read that starts after it never sees the world before it. A shared GET is cancelled only when
- * every operation waiting for it has gone.
+ * Making every upstream request count. Identical GETs in flight for the same key share one request
+ * (across GraphQL requests, never across keys); a per-key cache serves repeats for
+ * PETSTORE_CACHE_TTL; and when a GET fails for want of budget or of the upstream (RATE_LIMITED, a
+ * timeout, a reset, a 5xx), the key's answer to the same request, if younger than
+ * PETSTORE_STALE_TTL, is served instead and marked stale. A write for a key (createPet) drops that
+ * key's cached, stale and in-flight GETs, so a read that starts after it never sees the world
+ * before it. A shared GET is cancelled only when every operation waiting for it has gone.
  */
 
+import { GraphQLError } from 'graphql';
+import { type AnswerStore, memoryAnswers, type StoredAnswer } from './answers.js';
 import { isWrite, type Stage, type UpstreamCall } from './pipeline.js';
 import type { UpstreamResponse } from './response.js';
 
 export interface ResponseSharing {
   readonly stage: Stage;
   /** Forgets everything shared for a key (by digest), after a write. */
-  invalidate(keyId: string): void;
+  invalidate(keyId: string): Promise<void>;
+  close(): Promise<void>;
 }
 
 export interface SharingOptions {
   /** How long a 200 answer is served again; 0 turns the cache off (coalescing stays). */
   readonly ttlMs: number;
+  /** How old an answer may be served instead of an error; 0 (default) never. */
+  readonly staleTtlMs?: number;
   /** Join identical GETs in flight (default true). */
   readonly coalesce?: boolean;
-  /** Cached answers kept at most, oldest dropped first (default 1,000). */
-  readonly maxEntries?: number;
+  /** Where answers are kept (default: in process, 1,000 at most). */
+  readonly answers?: AnswerStore;
   readonly now?: () => number;
   readonly onCoalesced?: () => void;
   readonly onCacheHit?: () => void;
+  readonly onStale?: () => void;
 }
 
 interface Shared {
@@ -36,9 +44,10 @@ interface Shared {
 
 export function createResponseSharing(options: SharingOptions): ResponseSharing {
   const now = options.now ?? Date.now;
-  const maxEntries = options.maxEntries ?? 1_000;
+  const staleTtlMs = options.staleTtlMs ?? 0;
+  const keepMs = Math.max(options.ttlMs, staleTtlMs);
+  const answers = options.answers ?? memoryAnswers();
   const inFlight = new Map<string, Shared>();
-  const cache = new Map<string, { expires: number; response: UpstreamResponse }>();
 
   /** The shared answer, as one operation waits for it: it stops waiting (and counts out) when its client leaves. */
   function wait(shared: Shared, call: UpstreamCall): Promise<UpstreamResponse> {
@@ -56,14 +65,57 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     });
   }
 
-  function read(next: (call: UpstreamCall) => Promise<UpstreamResponse>, call: UpstreamCall) {
-    const id = `${call.keyId} ${call.url.href}`;
-    const cached = cache.get(id);
-    if (cached !== undefined && cached.expires > now()) {
-      options.onCacheHit?.();
-      return Promise.resolve(cached.response);
+  /** A failure an earlier answer may stand in for: no budget in time, or the upstream not answering. */
+  function standsIn(failure: { error: unknown } | { response: UpstreamResponse }, call: UpstreamCall): boolean {
+    if (call.operation.signal?.aborted) return false;
+    if ('response' in failure) return failure.response.status >= 500;
+    const code = failure.error instanceof GraphQLError ? failure.error.extensions.code : undefined;
+    return code === undefined || code === 'RATE_LIMITED' || code === 'UPSTREAM_UNAVAILABLE';
+  }
+
+  /** The upstream's answer, or, when it fails as `standsIn` says, the stored one marked with its age. */
+  async function fetch(
+    next: (call: UpstreamCall) => Promise<UpstreamResponse>,
+    call: UpstreamCall,
+    signal: AbortSignal,
+    stored: StoredAnswer | undefined,
+    generation: number,
+  ): Promise<UpstreamResponse> {
+    const stale = stored !== undefined && now() - stored.at <= staleTtlMs ? stored : undefined;
+    const served = (answer: StoredAnswer): UpstreamResponse => {
+      options.onStale?.();
+      return { ...answer.response, staleMs: Math.max(0, now() - answer.at) };
+    };
+    let response: UpstreamResponse;
+    try {
+      response = await next({ ...call, signal });
+    } catch (error) {
+      if (stale !== undefined && standsIn({ error }, call)) return served(stale);
+      throw error;
     }
-    if (cached !== undefined) cache.delete(id);
+    if (response.status === 200 && keepMs > 0) {
+      // Kept whatever happens to the store: an answer not kept is only an answer not shared.
+      answers.set(call.keyId, call.url.href, { response, at: now() }, keepMs, generation).catch(() => {});
+    } else if (stale !== undefined && standsIn({ response }, call)) {
+      return served(stale);
+    }
+    return response;
+  }
+
+  async function read(next: (call: UpstreamCall) => Promise<UpstreamResponse>, call: UpstreamCall) {
+    const id = `${call.keyId} ${call.url.href}`;
+    let stored: StoredAnswer | undefined;
+    let generation = 0;
+    if (keepMs > 0) {
+      [stored, generation] = await Promise.all([
+        answers.get(call.keyId, call.url.href),
+        answers.generation(call.keyId),
+      ]);
+      if (stored !== undefined && now() - stored.at <= options.ttlMs) {
+        options.onCacheHit?.();
+        return stored.response;
+      }
+    }
     const joined = options.coalesce === false ? undefined : inFlight.get(id);
     if (joined !== undefined) {
       options.onCoalesced?.();
@@ -73,14 +125,7 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     const shared: Shared = {
       controller,
       waiting: 0,
-      response: next({ ...call, signal: controller.signal }).then((response) => {
-        // Only if this request is still the key's current one: a write since has invalidated it.
-        if (options.ttlMs > 0 && response.status === 200 && inFlight.get(id) === shared) {
-          cache.set(id, { expires: now() + options.ttlMs, response });
-          if (cache.size > maxEntries) cache.delete(cache.keys().next().value as string);
-        }
-        return response;
-      }),
+      response: fetch(next, call, controller.signal, stored, generation),
     };
     inFlight.set(id, shared);
     const settle = () => {
@@ -90,10 +135,10 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     return wait(shared, call);
   }
 
-  function invalidate(keyId: string): void {
+  async function invalidate(keyId: string): Promise<void> {
     const prefix = `${keyId} `;
-    for (const id of [...cache.keys()]) if (id.startsWith(prefix)) cache.delete(id);
     for (const id of [...inFlight.keys()]) if (id.startsWith(prefix)) inFlight.delete(id);
+    await answers.invalidate(keyId).catch(() => {});
   }
 
   return {
@@ -103,9 +148,10 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
         return await next(call);
       } finally {
         // Whatever the outcome, the key's shared reads may now describe the catalogue before this write.
-        invalidate(call.keyId);
+        await invalidate(call.keyId);
       }
     },
     invalidate,
+    close: () => answers.close(),
   };
 }

@@ -56,7 +56,7 @@ function fakeStore(count: number): FakeStore {
         store.calls.push(`get ${id}`);
         const failure = store.failures.shift();
         if (failure) throw failure;
-        return pets.find((p) => p.id === id) ?? null;
+        return { pet: pets.find((p) => p.id === id) ?? null };
       },
       createPet: async () => {
         throw new Error('not used here');
@@ -78,6 +78,7 @@ function lookups(store: FakeStore, strategy: PetLookup, stats: LookupStats = { f
   return createPetLookups({
     client: store.client,
     key: KEY,
+    keyId: 'unit-key-id',
     operation: operation(),
     strategy,
     stats,
@@ -186,6 +187,7 @@ describe('pet loader (fake RestClient)', () => {
       const { loader } = createPetLookups({
         client: store.client,
         key: KEY,
+        keyId: 'unit-key-id',
         operation: operation(),
         strategy,
         stats,

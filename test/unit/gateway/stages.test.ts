@@ -148,11 +148,14 @@ describe('sharing', () => {
   it('drops the key cached answers when the key writes', async () => {
     let sends = 0;
     const sharing = createResponseSharing({ ttlMs: 60_000 });
+    // The store's writes are not awaited by the reader: let each settle.
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
     const send = sharing.stage(async () => {
       sends++;
       return OK;
     });
     await send(call());
+    await settle();
     await send(call());
     await send(call({ body: '{}' }));
     await send(call());
