@@ -45,7 +45,7 @@ const DRAIN_GRACE_MS = 10_000;
 const UPSTREAM_CONNECTIONS = 64;
 const CONNECTION_SHARE_PER_KEY = 0.25;
 
-/** The GraphQL contract (DESIGN.md section 2), read once at start. */
+/** The GraphQL contract (schema/petstore.graphql), read once at start. */
 export const typeDefs = parse(readFileSync(new URL('../../schema/petstore.graphql', import.meta.url), 'utf8'));
 
 export interface GatewayOptions {
