@@ -6,16 +6,32 @@
  *
  * The Redis that does not answer is a real redis-server stopped with SIGSTOP: it accepts TCP
  * connections (the kernel does) and answers nothing until SIGCONT, as a hung or overloaded one would.
+ *
+ * `npm start`'s own script (read from package.json) is run by a real npm, in a scratch folder whose
+ * dist/main.js is a stand-in that reports its heap limit and the signals it gets: the real one would
+ * need a build, and a build here would rewrite the dist/ that other tests run.
  */
 
 import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { createGateway, type GatewayHandle } from '../../src/gateway/server.js';
 import { type PetstoreHandle, startPetstore } from '../../src/petstore/start.js';
-import { checkedPid, type Exit, killTree, type Started, startUntil, trackedEnv } from '../helpers/processes.js';
+import {
+  checkedPid,
+  descendants,
+  type Exit,
+  killTree,
+  type Started,
+  startUntil,
+  trackedEnv,
+  waitGone,
+} from '../helpers/processes.js';
 import { type RedisServer, startRedis } from '../helpers/redis.js';
 import { TEST_KEY } from '../helpers/start-stack.js';
 
@@ -232,3 +248,63 @@ async function pollStatus(
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+describe('npm start', () => {
+  let folder: string | undefined;
+  let started: Started | undefined;
+
+  afterEach(async () => {
+    if (started !== undefined) await killTree(started.pid);
+    started = undefined;
+    if (folder !== undefined) await rm(folder, { recursive: true, force: true });
+    folder = undefined;
+  });
+
+  /** npm running package.json's start script in a scratch folder, its dist/main.js a stand-in. */
+  async function npmStart(env: Record<string, string> = {}): Promise<Started> {
+    const project = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    folder = await mkdtemp(join(tmpdir(), 'petstore-npm-start-'));
+    await mkdir(join(folder, 'dist'));
+    await writeFile(
+      join(folder, 'package.json'),
+      JSON.stringify({ name: 'start-script', private: true, scripts: { start: project.scripts.start } }),
+    );
+    await writeFile(
+      join(folder, 'dist', 'main.js'),
+      [
+        "const { getHeapStatistics } = require('node:v8');",
+        "console.log('heap limit MB', Math.round(getHeapStatistics().heap_size_limit / 1048576));",
+        "process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(0); });",
+        'setInterval(() => {}, 1000);',
+      ].join('\n'),
+    );
+    return startUntil('npm', ['start', '--silent'], {
+      cwd: folder,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      ready: /heap limit MB (\d+)/,
+      timeoutMs: 30_000,
+    });
+  }
+
+  it('hands SIGTERM to the gateway, which drains and exits 0, and leaves no process behind', async () => {
+    started = await npmStart();
+    const below = await descendants(started.pid);
+    expect(below.length).toBeGreaterThan(0);
+    process.kill(started.pid, 'SIGTERM');
+    expect(await started.exited).toEqual({ code: 0, signal: null });
+    expect(started.output()).toContain('got SIGTERM');
+    await waitGone(below, 5_000);
+  });
+
+  it('caps the V8 heap at 256 MB, and a NODE_OPTIONS of the caller overrides it', async () => {
+    started = await npmStart();
+    // The limit V8 reports is the old space plus the young generation's share (tens of MB).
+    expect(Number(started.ready[1])).toBeGreaterThanOrEqual(256);
+    expect(Number(started.ready[1])).toBeLessThan(400);
+    await killTree(started.pid);
+    started = await npmStart({ NODE_OPTIONS: '--max-old-space-size=1024' });
+    expect(Number(started.ready[1])).toBeGreaterThanOrEqual(1024);
+  });
+});
