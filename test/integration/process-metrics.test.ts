@@ -1,8 +1,10 @@
 /**
  * /metrics carries the process's own health next to the gateway's metrics: prom-client's default
- * metrics (RSS, heap, event-loop lag, GC pauses), on the gateway's registry.
+ * metrics (RSS, heap, event-loop lag, GC pauses), on the gateway's registry. Every metric of the
+ * gateway's own is described in docs/operations.md.
  */
 
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Stack, startStack } from '../helpers/start-stack.js';
 
@@ -51,4 +53,11 @@ it('reports the process: resident memory, heap used, event-loop lag and GC pause
     counted = [...matches].reduce((sum, match) => sum + Number(match[1]), 0);
   }
   expect(counted).toBeGreaterThan(0);
+});
+
+it("names every one of the gateway's own metrics in docs/operations.md", async () => {
+  const docs = await readFile(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+  const names = [...(await scrape()).matchAll(/^# TYPE ((?:graphql|petstore)_\w+) /gm)].map((match) => match[1]);
+  expect(names.length).toBeGreaterThan(15);
+  expect(names.filter((name) => !docs.includes(`\`${name}`))).toEqual([]);
 });
