@@ -1,5 +1,5 @@
 /**
- * The gateway's configuration (DESIGN.md section 4): the environment, parsed once into a frozen,
+ * The gateway's configuration (the README's "Configuration" table): the environment, parsed once into a frozen,
  * typed Config. A bad value throws a ConfigError whose message is one line naming the variable
  * and what it accepts; main.ts prints it and exits.
  */

@@ -1,5 +1,5 @@
 /**
- * The gateway's error codes (DESIGN.md section 3) and the one table from an upstream answer to a
+ * The gateway's error codes (the README's "Errors" table) and the one table from an upstream answer to a
  * code. Callers branch on `extensions.code`, never on messages.
  */
 
@@ -75,7 +75,7 @@ export function budgetExceeded(
   );
 }
 
-/** No credential at all: the whole HTTP response is a 401 (DESIGN.md section 3). */
+/** No credential at all: the whole HTTP response is a 401 (the README's "Errors" table). */
 export function missingCredential(
   message = 'no API key: send Authorization: Bearer <key>, or configure PETSTORE_API_KEY',
 ): GatewayError {

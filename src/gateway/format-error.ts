@@ -33,7 +33,7 @@ export function formatError(
   error: unknown,
   options: FormatOptions,
 ): GraphQLFormattedError {
-  const shown = options.production ? withoutHints(formatted) : formatted;
+  const shown = introspectionSetting(options.production ? withoutHints(formatted) : formatted);
   const code = shown.extensions?.code;
   if (options.development || (typeof code === 'string' && CLIENT_CODES.has(code))) return shown;
   // Apollo Server refuses an automatic persisted query whose hash does not match without a code of
@@ -54,6 +54,18 @@ export function formatError(
     ...(shown.locations ? { locations: shown.locations } : {}),
     ...(shown.path ? { path: shown.path } : {}),
     extensions: { code: 'INTERNAL_SERVER_ERROR' },
+  };
+}
+
+/** Apollo Server's refusal of introspection names its constructor option; the setting here is INTROSPECTION=true. */
+const APOLLO_NO_INTROSPECTION = /^GraphQL introspection is not allowed by Apollo Server\b/;
+
+function introspectionSetting(formatted: GraphQLFormattedError): GraphQLFormattedError {
+  if (!APOLLO_NO_INTROSPECTION.test(formatted.message)) return formatted;
+  return {
+    ...formatted,
+    message:
+      'GraphQL introspection is off, and the query contained __schema or __type; set INTROSPECTION=true on the gateway to allow it',
   };
 }
 

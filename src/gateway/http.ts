@@ -127,6 +127,20 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
   }
 }
 
+/**
+ * Answers while the gateway is still starting (Redis, Apollo): alive at /health, not ready at /ready,
+ * and 503 with Retry-After for anything else, so a probe or an early client is answered, not held.
+ */
+export function answerWhileStarting(req: IncomingMessage, res: ServerResponse): void {
+  const { pathname } = new URL(req.url ?? '/', 'http://gateway.invalid');
+  if (pathname === '/health') return sendJson(res, 200, { status: 'ok' });
+  res.setHeader('Retry-After', '1');
+  if (pathname === '/ready') return sendJson(res, 503, { status: 'unavailable' });
+  sendJson(res, 503, {
+    errors: [{ message: 'the gateway is starting or shutting down', extensions: { code: 'UNAVAILABLE' } }],
+  });
+}
+
 function queryText(body: unknown, url: URL): string | undefined {
   const query =
     typeof body === 'object' && body !== null ? (body as { query?: unknown }).query : url.searchParams.get('query');

@@ -1,9 +1,9 @@
 /**
  * Prometheus metrics (`/metrics`), one registry per gateway so several can run in one process.
- * No label ever holds an API key: a key's budget is labelled by a digest of it.
+ * No label ever holds an API key or its digest: what concerns keys is given as aggregates.
  */
 
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { UpstreamObserver } from './rest/attempt.js';
 import type { Limiter, LimiterEvent, LimiterStats } from './rest/limiter.js';
 
@@ -11,6 +11,9 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 export function createMetrics() {
   const registry = new Registry();
+  // The process's own health (CPU, RSS, heap and its spaces, event-loop lag, GC pauses, handles),
+  // under prom-client's standard names (process_*, nodejs_*), so stock dashboards and alerts apply.
+  collectDefaultMetrics({ register: registry });
   // The limiter is made after the metrics (it reports to them); its aggregates are read at scrape time.
   let limiter: Pick<Limiter, 'stats'> | undefined;
   const fromLimiter = (name: string, help: string, value: (stats: LimiterStats) => number) =>

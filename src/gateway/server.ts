@@ -16,7 +16,7 @@ import { createContext, type GatewayContext } from './context.js';
 import { createCors } from './cors.js';
 import { createDrain } from './drain.js';
 import { formatError } from './format-error.js';
-import { createHttpHandler } from './http.js';
+import { answerWhileStarting, createHttpHandler } from './http.js';
 import { createCursorCodec } from './ids.js';
 import { createLandingPage } from './landing-page.js';
 import type { LookupStats } from './loaders/lookup-plan.js';
@@ -47,7 +47,7 @@ const DRAIN_GRACE_MS = 10_000;
 const UPSTREAM_CONNECTIONS = 64;
 const CONNECTION_SHARE_PER_KEY = 0.25;
 
-/** The GraphQL contract (DESIGN.md section 2), read once at start. */
+/** The GraphQL contract (schema/petstore.graphql), read once at start. */
 export const typeDefs = parse(readFileSync(new URL('../../schema/petstore.graphql', import.meta.url), 'utf8'));
 
 export interface GatewayOptions {
@@ -86,7 +86,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const drain = createDrain(httpServer);
   let started = false;
   let handle: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
-  httpServer.on('request', (req, res) => handle?.(req, res));
+  httpServer.on('request', (req, res) => (handle ?? answerWhileStarting)(req, res));
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
     httpServer.listen(config.port, options.host ?? config.host, () => {
@@ -103,19 +103,21 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
       })
     : new MemoryBudgetStore({ idleMs: config.keyIdleMs, maxKeys: config.maxKeys });
+  // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
+  let agreedSecret: string | undefined;
   if (store instanceof RedisBudgetStore) {
+    // ready() resolves after 3 s without an answer too; the secret is agreed on only if Redis answers.
     await store.ready();
+    agreedSecret = await store.sharedSecret('cursor-secret');
     // Alone, without Redis and without having seen the other replicas, this one would plan the whole
     // plan for itself: N replicas starting so would spend N times the key's budget.
-    if (store.degraded) {
+    if (agreedSecret === undefined || store.degraded) {
       await store.close();
       httpServer.close();
       throw new ConfigError(`REDIS_URL did not answer within 3 s at start; start Redis, or unset REDIS_URL`);
     }
   }
-  // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
-  const cursorSecret =
-    config.cursorSecret ?? (store instanceof RedisBudgetStore ? await store.sharedSecret('cursor-secret') : undefined);
+  const cursorSecret = config.cursorSecret ?? agreedSecret;
   const metrics = createMetrics();
   const limiter = createLimiter({
     windows: config.rateLimits,

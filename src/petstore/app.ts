@@ -193,7 +193,7 @@ function setQuotaHeaders(res: ServerResponse, quota: Quota): void {
 
 type ListQuery = { limit: number; status: PetStatus | undefined; after: bigint | undefined };
 
-/** The query of GET /pets, or a message for a 400 (DESIGN.md section 7: out of range, non-integer, unknown status). */
+/** GET /pets's query, or a message for a 400 (docs/rest-interface.md: out of range, non-integer, unknown status). */
 function parseListQuery(params: URLSearchParams): ListQuery | string {
   for (const name of ['limit', 'status', 'after']) {
     if (params.getAll(name).length > 1) return `${name} may be given once`;

@@ -1,4 +1,4 @@
-/** Reading a createPet body: exact int64 numbers, and the validation rules of DESIGN.md section 7. */
+/** Reading a createPet body: exact int64 numbers, and the validation rules of docs/rest-interface.md. */
 
 import { isInteger, isLosslessNumber, parse } from 'lossless-json';
 import { isPositiveInt64, parseInt64 } from '../int64.js';

@@ -1,6 +1,6 @@
 /**
  * Fixed-window rate limits per key (a minute and a day window, lengths configurable for tests), and
- * the temporary ban of DESIGN.md section 7: a key that sends `banThreshold` requests during one
+ * the temporary ban of docs/rest-interface.md: a key that sends `banThreshold` requests during one
  * 429 period is banned for `banMs`.
  */
 

@@ -3,7 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Pet } from './store.js';
 
-/** The `code` values of the store's Error bodies (DESIGN.md section 7, plus 405 and 413). */
+/** The `code` values of the store's Error bodies (docs/rest-interface.md, "Status and error codes"). */
 export type ErrorCode =
   | 'invalid_request'
   | 'unauthorized'

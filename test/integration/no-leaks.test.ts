@@ -242,6 +242,20 @@ describe('production', () => {
     }
   });
 
+  it("refuses introspection naming the gateway's setting, INTROSPECTION=true, not Apollo's constructor option", async () => {
+    const response = await production.query('{ __schema { queryType { name } } }');
+    expect(response.status).toBe(400);
+    expect(errorCodes(response)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    expect(response.body.errors?.[0]?.message).toBe(
+      'GraphQL introspection is off, and the query contained __schema or __type; set INTROSPECTION=true on the gateway to allow it',
+    );
+    expect(JSON.stringify(response.body)).not.toContain('ApolloServer');
+    // Outside production introspection is on by default.
+    expect((await development.query('{ __schema { queryType { name } } }')).body.data).toEqual({
+      __schema: { queryType: { name: 'Query' } },
+    });
+  });
+
   it('refuses a GET query without a preflight header, and a POST as text/plain, as possible CSRF', async () => {
     production.requests.length = 0;
     const get = await fetch(`${production.gateway.url}?query=${encodeURIComponent('{ pet(id: "1") { id } }')}`);

@@ -1,5 +1,5 @@
 /**
- * What pet lookups by id cost at the reference store (DESIGN.md section 5), counted request by
+ * What pet lookups by id cost at the reference store (docs/architecture.md, "Pet lookups"), counted request by
  * request: federation `_entities` and aliased `pet(id:)` batches under each PET_LOOKUP strategy, the
  * sunset date, lookups of pets the same operation lists, loaders never shared between API keys, and
  * the deprecated endpoint logged once and counted but never shown to GraphQL clients.

@@ -1,7 +1,7 @@
 /**
  * Rate limits of the reference Pet Store over real HTTP, on an injected clock: the plans, the
  * X-RateLimit-* headers, fixed epoch-aligned minute and day windows, 429 with Retry-After, and
- * the temporary ban (DESIGN.md section 7). No real time passes: tests move `t` instead.
+ * the temporary ban (docs/rest-interface.md). No real time passes: tests move `t` instead.
  */
 
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * The reference Pet Store over real HTTP (port 0): every row of the spec's endpoint, error and
- * authentication tables, the choices of DESIGN.md section 7, and int64 ids above 2^53.
+ * authentication tables, the store's choices in docs/rest-interface.md, and int64 ids above 2^53.
  */
 
 import { connect } from 'node:net';

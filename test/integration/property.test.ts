@@ -14,7 +14,7 @@ const SECRET_KEY = 'property-secret-5d1c0a9f';
 const CLIENT_KEY = 'property-client-8e27b4c3';
 const ROOMY = { perMinute: 1_000_000, perDay: 10_000_000 };
 
-/** DESIGN.md section 3, and Apollo Server's request-level codes. */
+/** The README's "Errors" table, and Apollo Server's request-level codes. */
 const KNOWN_CODES = new Set([
   'UNAUTHENTICATED',
   'BAD_USER_INPUT',

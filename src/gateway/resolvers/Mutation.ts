@@ -3,7 +3,7 @@ import { badUserInput } from '../errors.js';
 import { parseIdArgument } from '../ids.js';
 import { toRestStatus } from '../models.js';
 
-/** The store's rule for names (DESIGN.md section 7), checked here so a bad name costs no upstream request. */
+/** The store's rule for names (docs/rest-interface.md), checked here so a bad name costs no upstream request. */
 const MAX_NAME_LENGTH = 200;
 
 export const Mutation: MutationResolvers = {

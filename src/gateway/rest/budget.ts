@@ -1,5 +1,5 @@
 /**
- * The rate-limit budget of each API key (DESIGN.md section 6), as reservations of send times.
+ * The rate-limit budget of each API key (docs/architecture.md, "The key's budget"), as reservations of send times.
  *
  * Each plan window is a sliding log: at most `count` sends in any span of `windowMs`, so no
  * alignment of the upstream's fixed windows can see a burst of twice its limit across a boundary

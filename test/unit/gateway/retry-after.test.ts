@@ -59,7 +59,7 @@ describe('parseRetryAfter', () => {
 
   // BUG (src/gateway/rest/retry-after.ts): any text that starts with three letters goes to Date.parse,
   // which V8 reads leniently: 'junk 2030' becomes 1 January 2030 (a wait of years) and 'abc 1' becomes
-  // 2001 (a wait of 0), instead of undefined (unreadable → exponential backoff, DESIGN.md section 6).
+  // 2001 (a wait of 0), instead of undefined (unreadable → exponential backoff, docs/architecture.md).
   it.each(['junk 2030', 'abc 1', 'Tomorrow 5', 'May 2'])(
     'is undefined for the garbage %j that only looks like a date to Date.parse',
     (value) => {

@@ -1,0 +1,310 @@
+/**
+ * Starting the gateway: the real entry point (`node --import tsx src/main.ts`) refuses a setting a
+ * person can fix with exactly one line on stderr naming it, and exit code 1, never a stack trace; an
+ * upstream that does not answer is said in one line, and the gateway starts anyway. In process,
+ * `/ready` answers 503 while start-up waits for Redis, and 200 once it has answered.
+ *
+ * The Redis that does not answer is a real redis-server stopped with SIGSTOP: it accepts TCP
+ * connections (the kernel does) and answers nothing until SIGCONT, as a hung or overloaded one would.
+ *
+ * `npm start`'s own script (read from package.json) is run by a real npm, in a scratch folder whose
+ * dist/main.js is a stand-in that reports its heap limit and the signals it gets: the real one would
+ * need a build, and a build here would rewrite the dist/ that other tests run.
+ */
+
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import { createGateway, type GatewayHandle } from '../../src/gateway/server.js';
+import { type PetstoreHandle, startPetstore } from '../../src/petstore/start.js';
+import {
+  checkedPid,
+  descendants,
+  type Exit,
+  killTree,
+  type Started,
+  startUntil,
+  trackedEnv,
+  waitGone,
+} from '../helpers/processes.js';
+import { type RedisServer, startRedis } from '../helpers/redis.js';
+import { TEST_KEY } from '../helpers/start-stack.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const MAIN = ['--import', 'tsx', 'src/main.ts'];
+const READY = /Pet Store GraphQL gateway ready at (\S+)/;
+
+interface Finished extends Exit {
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the entry point with only `env` (and PATH) until it exits; killed, and failing, after `ms`. */
+async function runToExit(env: Record<string, string>, ms = 30_000): Promise<Finished> {
+  const child = spawn(process.execPath, MAIN, {
+    cwd: ROOT,
+    env: trackedEnv({ PATH: process.env.PATH ?? '', ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const pid = checkedPid(child.pid);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8');
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  // 'close' rather than 'exit': every byte written to the pipes has been read by then.
+  const closed = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  const outcome = await Promise.race([closed, timedOut]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') {
+    await killTree(pid);
+    throw new Error(`src/main.ts still running after ${ms} ms:\n${stdout}${stderr}`);
+  }
+  return { ...outcome, stdout, stderr };
+}
+
+/** stderr as lines, without the empty one after the last newline. */
+function lines(text: string): string[] {
+  return text.split('\n').filter((line) => line !== '');
+}
+
+function expectOneLineFailure(run: Finished, names: RegExp): void {
+  expect(run.code).toBe(1);
+  expect(lines(run.stderr)).toHaveLength(1);
+  expect(run.stderr).toMatch(names);
+  expect(run.stderr).toMatch(/^gateway: /);
+  expect(`${run.stdout}${run.stderr}`).not.toMatch(/\n\s+at |Error:/);
+}
+
+/** A TCP port on loopback that nothing listens on (free at the moment of asking). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe('start-up errors of src/main.ts', () => {
+  let occupier: Server | undefined;
+  let started: Started | undefined;
+
+  afterEach(async () => {
+    if (started !== undefined) await killTree(started.pid);
+    started = undefined;
+    await new Promise<void>((resolve) => (occupier ? occupier.close(() => resolve()) : resolve()));
+    occupier = undefined;
+  });
+
+  it('says in one line that PORT is in use, and exits 1 without a stack trace', async () => {
+    const server = createServer();
+    occupier = server;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const run = await runToExit({ PORT: String(port), HOST: '127.0.0.1' });
+    expectOneLineFailure(run, new RegExp(`PORT ${port} on HOST 127\\.0\\.0\\.1 is already in use`));
+  });
+
+  it('refuses NODE_ENV=production without PETSTORE_BASE_URL in one line, exit 1', async () => {
+    const run = await runToExit({ PORT: '0', NODE_ENV: 'production' });
+    expectOneLineFailure(run, /NODE_ENV=production needs PETSTORE_BASE_URL .*PETSTORE_DEMO=true/);
+  });
+
+  it('starts the demo store under NODE_ENV=production when PETSTORE_DEMO=true says so', async () => {
+    started = await startUntil(process.execPath, MAIN, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', PORT: '0', NODE_ENV: 'production', PETSTORE_DEMO: 'true' },
+      ready: READY,
+      timeoutMs: 30_000,
+    });
+    const url = started.ready[1] as string;
+    expect((await fetch(new URL('/ready', url))).status).toBe(200);
+    expect(started.output()).toContain('the embedded reference Pet Store');
+  });
+
+  it('says in one line that REDIS_URL does not answer, and exits 1', async () => {
+    const port = await freePort();
+    const run = await runToExit({ PORT: '0', REDIS_URL: `redis://127.0.0.1:${port}` });
+    expectOneLineFailure(run, /REDIS_URL did not answer within 3 s at start/);
+    expect(run.stdout).not.toMatch(READY);
+  });
+
+  it('starts with an upstream that does not answer, and says so in one line naming PETSTORE_BASE_URL', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}/v1`;
+    started = await startUntil(process.execPath, MAIN, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', PORT: '0', PETSTORE_BASE_URL: base, PETSTORE_API_KEY: TEST_KEY },
+      ready: /PETSTORE_BASE_URL .*\n/,
+      timeoutMs: 30_000,
+    });
+    const said = lines(started.output()).filter((line) => line.includes('PETSTORE_BASE_URL'));
+    expect(said).toEqual([
+      `Upstream: PETSTORE_BASE_URL ${base} refused the connection; requests answer UPSTREAM_UNAVAILABLE until it does`,
+    ]);
+    const url = READY.exec(started.output())?.[1] as string;
+    expect((await fetch(new URL('/ready', url))).status).toBe(200);
+    const answer = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ pets(first: 1) { nodes { id } } }' }),
+    });
+    const body = (await answer.json()) as { errors?: { extensions?: { code?: string } }[] };
+    expect(body.errors?.[0]?.extensions?.code).toBe('UPSTREAM_UNAVAILABLE');
+  });
+});
+
+describe('/ready while start-up waits for Redis', () => {
+  let redis: RedisServer | undefined;
+  let stoppedPid: number | undefined;
+  let store: PetstoreHandle | undefined;
+  let gateway: Promise<GatewayHandle> | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    store = await startPetstore({ keys: { [TEST_KEY]: { perMinute: 100_000, perDay: 1_000_000 } } });
+  });
+  afterAll(async () => {
+    // Resumed before it is stopped, whatever happened: a stopped process holds its port and ignores SIGTERM.
+    if (stoppedPid !== undefined) process.kill(checkedPid(stoppedPid), 'SIGCONT');
+    await gateway?.then((handle) => handle.close()).catch(() => {});
+    await store?.close();
+    await redis?.stop();
+  });
+
+  it('answers 503 while Redis is stopped, and 200 once it answers and start-up is done', async () => {
+    const port = await freePort();
+    const config = parseConfig({
+      PORT: String(port),
+      PETSTORE_BASE_URL: (store as PetstoreHandle).url,
+      PETSTORE_API_KEY: TEST_KEY,
+      REDIS_URL: (redis as RedisServer).url,
+      LOG_LEVEL: 'silent',
+    });
+    stoppedPid = checkedPid((redis as RedisServer).pid);
+    process.kill(stoppedPid, 'SIGSTOP');
+    gateway = createGateway(config, { host: '127.0.0.1', redisPrefix: `startup-${process.pid}` });
+    const settled = gateway.then(
+      () => 'started',
+      (error: Error) => `failed: ${error.message}`,
+    );
+    const ready = `http://127.0.0.1:${port}/ready`;
+
+    // Listening comes first: /ready answers while Redis has not, and says 503.
+    const whileStopped = await pollStatus(ready, (status) => status !== undefined, 2_500);
+    expect(whileStopped).toBe(503);
+    expect(await Promise.race([settled, delay(0).then(() => 'pending')])).toBe('pending');
+    const graphql = await fetch(`http://127.0.0.1:${port}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ __typename }' }),
+    });
+    expect(graphql.status).toBe(503);
+    expect(graphql.headers.get('retry-after')).toBe('1');
+    // Liveness is not readiness: the process is alive while it waits.
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+
+    process.kill(stoppedPid, 'SIGCONT');
+    stoppedPid = undefined;
+    expect(await settled).toBe('started');
+    expect(await pollStatus(ready, (status) => status === 200, 5_000)).toBe(200);
+  });
+});
+
+/** Polls `url` until `done(status)` or `ms` pass; the last status seen (undefined: no answer). */
+async function pollStatus(
+  url: string,
+  done: (status: number | undefined) => boolean,
+  ms: number,
+): Promise<number | undefined> {
+  const deadline = Date.now() + ms;
+  let status: number | undefined;
+  do {
+    status = await fetch(url, { signal: AbortSignal.timeout(1_000) }).then(
+      (response) => response.status,
+      () => undefined,
+    );
+    if (done(status)) return status;
+    await delay(20);
+  } while (Date.now() < deadline);
+  return status;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+describe('npm start', () => {
+  let folder: string | undefined;
+  let started: Started | undefined;
+
+  afterEach(async () => {
+    if (started !== undefined) await killTree(started.pid);
+    started = undefined;
+    if (folder !== undefined) await rm(folder, { recursive: true, force: true });
+    folder = undefined;
+  });
+
+  /** npm running package.json's start script in a scratch folder, its dist/main.js a stand-in. */
+  async function npmStart(env: Record<string, string> = {}): Promise<Started> {
+    const project = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    folder = await mkdtemp(join(tmpdir(), 'petstore-npm-start-'));
+    await mkdir(join(folder, 'dist'));
+    await writeFile(
+      join(folder, 'package.json'),
+      JSON.stringify({ name: 'start-script', private: true, scripts: { start: project.scripts.start } }),
+    );
+    await writeFile(
+      join(folder, 'dist', 'main.js'),
+      [
+        "const { getHeapStatistics } = require('node:v8');",
+        "console.log('heap limit MB', Math.round(getHeapStatistics().heap_size_limit / 1048576));",
+        "process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(0); });",
+        'setInterval(() => {}, 1000);',
+      ].join('\n'),
+    );
+    return startUntil('npm', ['start', '--silent'], {
+      cwd: folder,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      ready: /heap limit MB (\d+)/,
+      timeoutMs: 30_000,
+    });
+  }
+
+  it('hands SIGTERM to the gateway, which drains and exits 0, and leaves no process behind', async () => {
+    started = await npmStart();
+    const below = await descendants(started.pid);
+    expect(below.length).toBeGreaterThan(0);
+    process.kill(started.pid, 'SIGTERM');
+    expect(await started.exited).toEqual({ code: 0, signal: null });
+    expect(started.output()).toContain('got SIGTERM');
+    await waitGone(below, 5_000);
+  });
+
+  it('caps the V8 heap at 256 MB, and a NODE_OPTIONS of the caller overrides it', async () => {
+    started = await npmStart();
+    // The limit V8 reports is the old space plus the young generation's share (tens of MB).
+    expect(Number(started.ready[1])).toBeGreaterThanOrEqual(256);
+    expect(Number(started.ready[1])).toBeLessThan(400);
+    await killTree(started.pid);
+    started = await npmStart({ NODE_OPTIONS: '--max-old-space-size=1024' });
+    expect(Number(started.ready[1])).toBeGreaterThanOrEqual(1024);
+  });
+});
