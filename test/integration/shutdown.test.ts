@@ -172,7 +172,7 @@ describe('graceful shutdown of src/main.ts', () => {
       main.child.kill('SIGTERM');
       expect(await until(() => isRefused(main?.port ?? 0), 10_000)).toBe(true);
       // Draining: new connections are refused, and one kept alive from before hears it is not ready.
-      expect(await rawGet(probe, '/ready')).toMatch(/^HTTP\/1\.1 503[^]*connection: close/i);
+      expect(await rawGet(probe, '/ready')).toMatch(/^HTTP\/1\.1 503[\s\S]*connection: close/i);
       release();
       const responses = await Promise.all(creates);
       const acknowledged = responses.filter((response) => response.body.errors === undefined).length;
