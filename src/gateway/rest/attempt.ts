@@ -51,9 +51,21 @@ export function createAttempt(options: AttemptOptions): Send {
     // timeout ahead (a later create of a slow mutation): one cut short could create a pet whose
     // creation the client never learns of.
     if (ms <= 0 || (isWrite(call) && ms < options.timeoutMs / 2)) throw new NotSentError();
-    const timeout = AbortSignal.timeout(ms);
-    const signal = isWrite(call) || call.signal === undefined ? timeout : AbortSignal.any([timeout, call.signal]);
-    if (signal.aborted) throw signal.reason;
+    const cancel = isWrite(call) ? undefined : call.signal;
+    if (cancel?.aborted) throw cancel.reason;
+    // One controller and one timer, not AbortSignal.timeout + AbortSignal.any: those cost a
+    // measurable share of a request's CPU (each `any` registers weak listeners that outlive it).
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new DOMException('the upstream took too long', 'TimeoutError')),
+      ms,
+    );
+    const onCancel = (): void => controller.abort(cancel?.reason);
+    cancel?.addEventListener('abort', onCancel, { once: true });
+    const settle = (): void => {
+      clearTimeout(timer);
+      cancel?.removeEventListener('abort', onCancel);
+    };
     const started = performance.now();
     let response: Dispatcher.ResponseData;
     try {
@@ -70,9 +82,10 @@ export function createAttempt(options: AttemptOptions): Send {
           ...(isWrite(call) ? { 'content-type': 'application/json' } : {}),
         },
         body: call.body,
-        signal,
+        signal: controller.signal,
       });
     } catch (error) {
+      settle();
       options.observer?.failure(call.route, (performance.now() - started) / 1000);
       throw error;
     }
@@ -81,9 +94,16 @@ export function createAttempt(options: AttemptOptions): Send {
       // destroy() makes undici emit an error on the body, which nothing else listens to: without a
       // listener it would be uncaught.
       response.body.on('error', () => {}).destroy();
+      settle();
       throw new BodyTooLargeError('the declared body is larger than allowed');
     }
-    const answer = { status: response.statusCode, headers: response.headers, body: await response.body.text() };
+    let body: string;
+    try {
+      body = await response.body.text();
+    } finally {
+      settle();
+    }
+    const answer = { status: response.statusCode, headers: response.headers, body };
     options.onResponse?.(call, answer);
     return answer;
   };
