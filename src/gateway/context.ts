@@ -128,6 +128,20 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
   };
 }
 
+/**
+ * The digest of the key a request's operation will use (that of '' when it has none), or undefined
+ * when its Authorization header is unreadable (the operation will be refused).
+ */
+export function requestKeyId(headers: IncomingHttpHeaders, apiKey: string | undefined): string | undefined {
+  let own: string | undefined;
+  try {
+    own = credential(headers.authorization);
+  } catch {
+    return undefined;
+  }
+  return keyIdOf(own ?? apiKey ?? '');
+}
+
 const METADATA_FIELDS = new Set(['_service', '__schema', '__type', '__typename']);
 
 /** Whether every root field of every operation in `query` is schema metadata. */

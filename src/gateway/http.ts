@@ -6,11 +6,18 @@
 
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type ApolloServer, type BaseContext, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
+import {
+  type ApolloServer,
+  type BaseContext,
+  HeaderMap,
+  type HTTPGraphQLRequest,
+  type HTTPGraphQLResponse,
+} from '@apollo/server';
 import type { GatewayContext } from './context.js';
 import { type CorsVerdict, createCors } from './cors.js';
 import type { Logger } from './logger.js';
 import { requestIdFrom } from './request-context.js';
+import type { SharedExecutions } from './shared-executions.js';
 
 /** Generic in the context so that Apollo's integration test suite can serve its own servers through this edge. */
 export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
@@ -38,6 +45,8 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
     readonly ready: () => boolean;
     readonly track: (res: ServerResponse) => void;
   };
+  /** Identical queries in flight for one key share one execution (PETSTORE_COALESCE). */
+  readonly executions?: SharedExecutions | undefined;
   /** Serves the landing page's own files (GraphiQL's); returns false for a path that is not one. */
   readonly serveAsset?: ((req: IncomingMessage, res: ServerResponse, pathname: string) => boolean) | undefined;
 }
@@ -101,21 +110,38 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
       if (body.status === 413) res.setHeader('Connection', 'close');
       return sendJson(res, body.status, { errors: [{ message: body.error, extensions: { code: 'BAD_REQUEST' } }] });
     }
-    const headers = new HeaderMap();
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-    }
-    const request: HTTPGraphQLRequest = { method: req.method ?? 'GET', headers, search: url.search, body: body.value };
-    // The client leaving cancels what its operation still has queued or in flight upstream.
-    const gone = new AbortController();
-    const onClose = () => {
-      if (!res.writableFinished) gone.abort(new DOMException('the client closed the connection', 'AbortError'));
+    const execute = (signal: AbortSignal) => {
+      const headers = new HeaderMap();
+      for (const [name, value] of Object.entries(req.headers)) {
+        if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+      }
+      const request: HTTPGraphQLRequest = {
+        method: req.method ?? 'GET',
+        headers,
+        search: url.search,
+        body: body.value,
+      };
+      return options.apollo.executeHTTPGraphQLRequest({
+        httpGraphQLRequest: request,
+        context: () => options.context(req, queryText(body.value, url), requestId, signal),
+      });
     };
-    res.once('close', onClose);
-    const response = await options.apollo.executeHTTPGraphQLRequest({
-      httpGraphQLRequest: request,
-      context: () => options.context(req, queryText(body.value, url), requestId, gone.signal),
-    });
+    // The client leaving cancels what its operation still has queued or in flight upstream.
+    const whenGone = (leave: (reason: unknown) => void): void => {
+      res.once('close', () => {
+        if (!res.writableFinished) leave(new DOMException('the client closed the connection', 'AbortError'));
+      });
+    };
+    const executions = body.text === undefined ? undefined : options.executions;
+    const shared = executions?.keyOf(req.headers, body.text as string, body.value);
+    let response: HTTPGraphQLResponse;
+    if (executions !== undefined && shared !== undefined) {
+      response = await executions.answer(shared, whenGone, execute);
+    } else {
+      const gone = new AbortController();
+      whenGone((reason) => gone.abort(reason));
+      response = await execute(gone.signal);
+    }
     for (const [name, value] of response.headers) res.setHeader(name, value);
     res.statusCode = response.status ?? 200;
     if (response.body.kind === 'complete') {
@@ -181,7 +207,7 @@ function describe(error: unknown): string {
 }
 
 type BodyResult =
-  | { value: unknown; error?: undefined; aborted?: undefined }
+  | { value: unknown; text?: string; error?: undefined; aborted?: undefined }
   | { error: string; status: number; aborted?: undefined }
   | { aborted: true; error?: undefined };
 
@@ -210,7 +236,7 @@ async function readJsonBody(req: IncomingMessage, max: number): Promise<BodyResu
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json' && !type?.endsWith('+json')) return { value: text };
   try {
-    return { value: text === '' ? undefined : JSON.parse(text) };
+    return { value: text === '' ? undefined : JSON.parse(text), text };
   } catch {
     // "Invalid JSON" is what Apollo's own integrations answer, and what its test suite looks for.
     return { error: 'Invalid JSON body', status: 400 };

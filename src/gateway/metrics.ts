@@ -31,8 +31,12 @@ export function createMetrics() {
     registry,
     operations: counter(
       'graphql_operations_total',
-      'GraphQL operations by name and outcome (ok or the first error code)',
+      'GraphQL operations executed, by name and outcome (ok or the first error code)',
       ['operation', 'outcome'],
+    ),
+    sharedOperations: counter(
+      'graphql_shared_operations_total',
+      'GraphQL queries answered by an identical one of the same key already executing (not in graphql_operations_total)',
     ),
     upstreamRequests: counter('petstore_upstream_requests_total', 'Upstream requests by route and HTTP status', [
       'route',

@@ -12,7 +12,7 @@ import { ApolloServerPluginDisableSuggestions } from '@apollo/server/plugin/disa
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse } from 'graphql';
 import { type Config, ConfigError, PLAN_LIMITS } from '../config.js';
-import { createContext, type GatewayContext } from './context.js';
+import { createContext, type GatewayContext, requestKeyId } from './context.js';
 import { createCors } from './cors.js';
 import { createDrain } from './drain.js';
 import { formatError } from './format-error.js';
@@ -36,6 +36,7 @@ import { type BudgetView, createLimiter } from './rest/limiter.js';
 import { rejectedKeys } from './rest/rejected-keys.js';
 import { createResponseSharing } from './rest/sharing.js';
 import { createSlots } from './rest/slots.js';
+import { createSharedExecutions } from './shared-executions.js';
 
 /** How long shutdown waits for requests in flight before it closes their connections. */
 const DRAIN_GRACE_MS = 10_000;
@@ -142,6 +143,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   metrics.watchLimiter(limiter);
   const keepsAnswers = config.cacheTtlMs > 0 || config.staleTtlMs > 0;
+  const executions = config.coalesce
+    ? createSharedExecutions({
+        keyIdOf: (headers) => requestKeyId(headers, config.apiKey),
+        onShared: () => metrics.sharedOperations.inc(),
+      })
+    : undefined;
   const sharing =
     config.coalesce || keepsAnswers
       ? createResponseSharing({
@@ -161,6 +168,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
           onCoalesced: () => metrics.coalesced.inc(),
           onCacheHit: () => metrics.cacheHits.inc(),
           onStale: () => metrics.staleServed.inc(),
+          ...(executions ? { onInvalidate: (keyId: string) => executions.invalidate(keyId) } : {}),
         })
       : undefined;
   const client = createRestClient({
@@ -266,6 +274,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     }),
     lifecycle: { ready: () => started && !drain.draining, track: (res) => drain.track(res) },
     serveAsset: landingPage.serveAsset,
+    executions,
   });
   started = true;
   const { port } = httpServer.address() as AddressInfo;

@@ -321,7 +321,12 @@ describe('through the proxy in front of an upstream that answers badly', () => {
     const responses = await storm(gateway, 50, 10);
     for (const response of responses) expectUnavailable(response);
     expect(upstream.requests).toHaveLength(50);
-    expect(proxy.stats.opened).toBeLessThanOrEqual(10);
+    // Ten at a time on kept-alive connections: ten are opened. An answer later than the 300 ms
+    // timeout (a loaded machine) aborts its request, and so its connection: one more each.
+    const timedOut = responses.filter((response) =>
+      /did not answer in time/.test(response.body.errors?.[0]?.message ?? ''),
+    );
+    expect(proxy.stats.opened).toBeLessThanOrEqual(10 + timedOut.length);
   });
 
   it.each([

@@ -33,6 +33,8 @@ export interface SharingOptions {
   readonly onCoalesced?: () => void;
   readonly onCacheHit?: () => void;
   readonly onStale?: () => void;
+  /** Told of every key whose shared reads a write ended (GraphQL executions are shared too). */
+  readonly onInvalidate?: (keyId: string) => void;
 }
 
 interface Shared {
@@ -136,6 +138,7 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
   }
 
   async function invalidate(keyId: string): Promise<void> {
+    options.onInvalidate?.(keyId);
     const prefix = `${keyId} `;
     for (const id of [...inFlight.keys()]) if (id.startsWith(prefix)) inFlight.delete(id);
     await answers.invalidate(keyId).catch(() => {});
