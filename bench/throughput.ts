@@ -3,8 +3,9 @@
  * all in one run on a 2-core machine, printed as Markdown the README can quote verbatim.
  *
  * Rows: REST direct on the reference store; Tailcall 1.0.0 with `dedupe` and without; this gateway
- * with coalescing on (the default) and off (`PETSTORE_COALESCE=false`); Mesh v1 + Hive Gateway. A
- * peer that is not installed (bench/tailcall, bench/mesh) is skipped with a one-line note.
+ * with coalescing on (the default) and off (`PETSTORE_COALESCE=false`); the Node floor (one call
+ * only: bench/lib/floor.ts, what any Node gateway pays per request); Mesh v1 + Hive Gateway. A peer
+ * that is not installed (bench/tailcall, bench/mesh) is skipped with a one-line note.
  *
  * Workloads:
  *   one call      the same page of 20 pets on every request, `{ pets(first: 20) { nodes { id name
@@ -34,7 +35,7 @@ import { meshSkipped, startMesh, startTailcall, tailcallVersion } from './lib/pe
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
 import { formatReport, loadAverage, ROW } from './lib/report.js';
 import { answersOneCall, memoryPhase, ONE_CALL, runWorkload, type Settings } from './lib/runs.js';
-import { BENCH_KEY, type Served, startGateway, startStore, storeCounts } from './lib/servers.js';
+import { BENCH_KEY, type Served, startFloorServer, startGateway, startStore, storeCounts } from './lib/servers.js';
 import {
   gatewayTarget,
   meshTarget,
@@ -80,6 +81,8 @@ async function startTargets(scratch: string, notes: string[]): Promise<{ store: 
   targets.push(gatewayTarget(ROW.gateway, on.url, on.pid));
   const off = await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: 'false' });
   targets.push(gatewayTarget(ROW.gatewayOff, off.url, off.pid));
+  const floor = await startFloorServer(SERVER_CORE, store.url);
+  targets.push(gatewayTarget(ROW.floor, floor.url, floor.pid));
   const mesh = meshSkipped();
   if (mesh !== undefined) notes.push(mesh);
   else {
@@ -131,6 +134,8 @@ async function prepareMix(
   }
   const able: Target[] = [];
   for (const target of targets) {
+    // The floor answers the one-call page only.
+    if (target.name === ROW.floor) continue;
     progress(`mix: checking ${target.name} on ${pages.length} pages`);
     const check = await checkMix(target, pages, expected);
     if (check.mismatch !== undefined) {

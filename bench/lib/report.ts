@@ -17,6 +17,7 @@ export const ROW = {
   tailcall: 'Tailcall 1.0.0, no dedupe',
   gateway: 'this gateway, coalescing on (default)',
   gatewayOff: 'this gateway, `PETSTORE_COALESCE=false`',
+  floor: 'Node floor: node:http + undici + JSON, no GraphQL (not a gateway)',
   mesh: 'Mesh v1 + Hive Gateway 2.15.1',
 } as const;
 
@@ -154,6 +155,11 @@ function ratioLines(report: Report): string[] {
     lines.push(
       `- this gateway's req/s as a share of Tailcall's, sharing off on both sides: one call ${share(report.oneCall, ROW.gatewayOff, ROW.tailcall)}, distinct mix ${share(mix, ROW.gatewayOff, ROW.tailcall)}`,
       `- the same with sharing on on both sides (coalescing, \`dedupe: true\`): one call ${share(report.oneCall, ROW.gateway, ROW.tailcallDedupe)}, distinct mix ${share(mix, ROW.gateway, ROW.tailcallDedupe)}`,
+    );
+  }
+  if (find(report.oneCall, ROW.floor) !== undefined) {
+    lines.push(
+      `- the Node floor (no GraphQL at all) as a share of Tailcall without dedupe: ${share(report.oneCall, ROW.floor, ROW.tailcall)}; this gateway without sharing as a share of the floor: ${share(report.oneCall, ROW.gatewayOff, ROW.floor)}`,
     );
   }
   for (const name of [ROW.gateway, ROW.gatewayOff]) {

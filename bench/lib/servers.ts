@@ -1,7 +1,9 @@
 /**
- * This project's servers for `npm run bench:throughput`, each a bench/throughput-child.ts process
- * pinned to a core and talking to the bench over an IPC channel: the reference store (which also
- * counts the requests it serves) and the gateway.
+ * This project's servers for `npm run bench:throughput`, each a process pinned to a core: the
+ * reference store (which also counts the requests it serves) and the Node floor, as
+ * bench/throughput-child.ts processes talking to the bench over an IPC channel; and the gateway as
+ * `npm start` runs it (`node --max-old-space-size=256 dist/main.js`), so its CPU and memory are
+ * those of a deployment, without tsx's loader (about 55 MB of RSS) in the process.
  */
 
 import type { ChildProcess } from 'node:child_process';
@@ -41,8 +43,46 @@ async function startChild(core: string, args: string[]): Promise<Served> {
 export const startStore = (core: string): Promise<Served> => startChild(core, ['store']);
 
 /** The gateway in front of `storeUrl`, rate limits off, plus `settings` (environment names and values). */
-export const startGateway = (core: string, storeUrl: string, settings: Record<string, string> = {}): Promise<Served> =>
-  startChild(core, ['gateway', storeUrl, ...Object.entries(settings).map(([name, value]) => `${name}=${value}`)]);
+export async function startGateway(
+  core: string,
+  storeUrl: string,
+  settings: Record<string, string> = {},
+): Promise<Served> {
+  const child = pinned(core, process.execPath, ['--max-old-space-size=256', 'dist/main.js'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      PETSTORE_BASE_URL: storeUrl,
+      PETSTORE_API_KEY: BENCH_KEY,
+      PETSTORE_RATE_LIMITS: 'off',
+      LOG_LEVEL: 'warn',
+      // Fixed, so every gateway of a run accepts the others' cursors, as replicas do (the mix walks
+      // pages through one gateway and replays them on the rest). Not a secret: loopback, bench only.
+      CURSOR_SECRET: 'bench-cursors-on-loopback-only',
+      ...settings,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.once('exit', (code) => reject(new Error(`the gateway exited with ${code}: ${out.slice(-500)}`)));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+      const ready = / ready at (\S+)/.exec(out);
+      if (ready?.[1]) resolve(ready[1]);
+    });
+  });
+  // Keep reading, or a full pipe would block the gateway's logging.
+  child.stdout?.resume();
+  return { child, url, pid: child.pid as number };
+}
+
+/** The Node floor (bench/lib/floor.ts) in front of `storeUrl`. */
+export const startFloorServer = (core: string, storeUrl: string): Promise<Served> =>
+  startChild(core, ['floor', storeUrl]);
 
 export interface StoreCounts {
   /** Requests the store has answered since it started. */
