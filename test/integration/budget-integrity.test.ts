@@ -12,7 +12,14 @@ import { parseConfig } from '../../src/config.js';
 import { createLogger } from '../../src/gateway/logger.js';
 import { createGateway, type GatewayHandle } from '../../src/gateway/server.js';
 import { errorCodes, type GqlResponse, gql } from '../helpers/gql.js';
-import { answer, catalogue, type HostileUpstream, page, startHostileUpstream } from '../helpers/hostile-upstream.js';
+import {
+  answer,
+  catalogue,
+  type HostileUpstream,
+  page,
+  quotaHeaders,
+  startHostileUpstream,
+} from '../helpers/hostile-upstream.js';
 import { type RedisServer, startRedis } from '../helpers/redis.js';
 import { type GatewayUnderTest, startGateway, UPSTREAM_KEY } from '../helpers/upstream.js';
 
@@ -218,6 +225,24 @@ describe.each(['0s', '20s'])('against a hostile upstream (PETSTORE_CACHE_TTL=%s)
       for (const response of responses)
         for (const error of response.body.errors ?? [])
           expect([error.extensions?.code, error.message]).toEqual(['RATE_LIMITED', expect.any(String)]);
+    });
+  });
+
+  describe('slow answers while the last requests of a window go one at a time', () => {
+    it('refuse a waiter that runs out of time with RATE_LIMITED: the upstream answered, it is not silent', async () => {
+      // Remaining 3: below the few-left mark, so requests go one at a time; each takes 600 ms. The
+      // fourth gets its turn at ~1.2 s with 0.3 s of its wait left, while the third has been out
+      // only as long: that is a budget wait, whatever the machine's load makes of the timings.
+      upstream.behave((_req, res, { after, limit }) => {
+        setTimeout(() => page(res, after, Math.min(limit, 3), undefined, { headers: quotaHeaders(3) }), 600);
+      });
+      const responses = await Promise.all(
+        Array.from({ length: 4 }, (_, i) => gateway.query(`{ pets(first: ${i + 1}) { nodes { id } } }`)),
+      );
+      const codes = responses.flatMap(errorCodes);
+      expect(codes.length).toBeGreaterThan(0);
+      expect(new Set(codes)).toEqual(new Set(['RATE_LIMITED']));
+      expect(upstream.maxConcurrent).toBe(1);
     });
   });
 

@@ -128,14 +128,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
       // Blocked by an answer in flight (a probe's, or one of the last few of a window): it decides,
       // so wait for it up to the deadline. Past it, if the upstream answered nothing for the key all
-      // that time while a request sent before the wait is still out, the upstream is silent;
-      // otherwise the key's budget (or its share of connections) was the wait.
+      // that time while a request sent before the wait is still out, and out for at least a whole
+      // operation's wait, the upstream is silent; otherwise the key's budget (or its share of
+      // connections) was the wait. A slow but answering upstream (a POST that takes 400 ms while the
+      // window's last requests go one at a time) is a budget wait, however short this waiter's was.
       if (reservation.probing) {
         if (start >= deadline) {
           const oldest = Math.min(...[...(sending.get(call.keyId) ?? [])].map((send) => send.at));
           const answeredMeanwhile = (lastAnswer.get(call.keyId) ?? 0) >= waitingSince;
+          const silentFor = start - oldest;
           // A request that comes here with no wait left (it spent it queued for its turn) waited on the budget.
-          if (waitingSince < deadline && oldest <= waitingSince && !answeredMeanwhile) {
+          if (
+            waitingSince < deadline &&
+            oldest <= waitingSince &&
+            silentFor >= call.operation.maxWaitMs &&
+            !answeredMeanwhile
+          ) {
             throw upstreamUnavailable('the Pet Store has not answered in time');
           }
           options.onEvent?.({ type: 'rejected', reason: 'budget' });

@@ -16,6 +16,8 @@ export interface Operation {
   readonly signal: AbortSignal | undefined;
   /** Who the client is, for the fair share of a key shared by several clients. */
   readonly clientId: string;
+  /** How long the operation may wait for budget or a connection (PETSTORE_MAX_WAIT). */
+  readonly maxWaitMs: number;
   /** Epoch ms: waiting for budget or a connection past this fails the request. */
   readonly waitUntil: number;
   /** Epoch ms: no upstream attempt runs past this; the operation is answered by then (plus slack). */
@@ -48,6 +50,7 @@ export function createOperation(options: OperationOptions): Operation {
     logger: options.logger,
     signal: options.signal,
     clientId: options.clientId ?? '',
+    maxWaitMs: options.maxWaitMs,
     waitUntil: now + options.maxWaitMs,
     answerBy: now + options.maxWaitMs + options.timeoutMs,
     maxRequests: options.maxRequests ?? Number.POSITIVE_INFINITY,
