@@ -4,6 +4,7 @@
  * connection past `waitUntil`, no attempt runs past `answerBy`, and `signal` says the client left.
  */
 
+import { setMaxListeners } from 'node:events';
 import { budgetExceeded } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Stage } from './pipeline.js';
@@ -45,6 +46,10 @@ export interface OperationOptions {
 
 export function createOperation(options: OperationOptions): Operation {
   const now = options.now ?? Date.now();
+  // Each upstream call of the operation listens to its signal while it waits or is in flight (and
+  // stops when it settles): an operation with a dozen calls at once is normal, not a leak, and
+  // Node's warning past 10 listeners would only fill the log.
+  if (options.signal !== undefined) setMaxListeners(0, options.signal);
   return {
     requestId: options.requestId,
     logger: options.logger,
