@@ -42,13 +42,17 @@ async function startChild(core: string, args: string[]): Promise<Served> {
 /** The reference store with the demo catalogue (121 pets) and BENCH_KEY. */
 export const startStore = (core: string): Promise<Served> => startChild(core, ['store']);
 
-/** The gateway in front of `storeUrl`, rate limits off, plus `settings` (environment names and values). */
+/**
+ * The gateway in front of `storeUrl`, rate limits off, plus `settings` (environment names and values)
+ * and `nodeArgs` (the profiler's flags, which NODE_OPTIONS does not take).
+ */
 export async function startGateway(
   core: string,
   storeUrl: string,
   settings: Record<string, string> = {},
+  nodeArgs: readonly string[] = [],
 ): Promise<Served> {
-  const child = pinned(core, process.execPath, ['--max-old-space-size=256', 'dist/main.js'], {
+  const child = pinned(core, process.execPath, ['--max-old-space-size=256', ...nodeArgs, 'dist/main.js'], {
     cwd: ROOT,
     env: {
       ...process.env,
