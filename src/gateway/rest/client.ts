@@ -5,6 +5,7 @@
  * headers, and upstream failures turned into the gateway's error codes.
  */
 
+import type { Tracer } from '@opentelemetry/api';
 import { GraphQLError } from 'graphql';
 import { Pool } from 'undici';
 import { fromUpstreamStatus, type UpstreamErrorBody, upstreamUnavailable } from '../errors.js';
@@ -21,6 +22,7 @@ import { headerOf, type UpstreamResponse } from './response.js';
 import { parseRetryAfter } from './retry-after.js';
 import { scrubSecret } from './scrub.js';
 import type { ResponseSharing } from './sharing.js';
+import { traceUpstream } from './tracing.js';
 
 export type { UpstreamObserver } from './attempt.js';
 
@@ -79,6 +81,8 @@ export interface RestClientOptions {
   /** Remembers keys the upstream refused (first stage): a repeat costs no upstream request. */
   readonly rejectedKeys?: Stage;
   readonly now?: () => number;
+  /** A span per upstream request, under its operation's, and W3C traceparent sent upstream; none: no tracing work. */
+  readonly tracer?: Tracer;
 }
 
 export function createRestClient(options: RestClientOptions): RestClient {
@@ -99,6 +103,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
     [
       ...(options.rejectedKeys ? [options.rejectedKeys] : []),
       ...(options.sharing ? [options.sharing.stage] : []),
+      ...(options.tracer ? [traceUpstream(options.tracer, baseUrl)] : []),
       resendOnReset,
       operationBudget,
       ...(options.limiter ? [options.limiter] : []),

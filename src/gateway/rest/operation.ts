@@ -4,6 +4,7 @@
  * connection past `waitUntil`, no attempt runs past `answerBy`, and `signal` says the client left.
  */
 
+import type { Span } from '@opentelemetry/api';
 import { budgetExceeded } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Stage } from './pipeline.js';
@@ -30,6 +31,8 @@ export interface Operation {
   sent: number;
   /** Requests the operation was estimated to cost before it ran (`extensions.cost`, `rateLimit.cost`). */
   estimated: number;
+  /** The operation's span when tracing is on: its upstream requests' spans are its children. */
+  readonly span?: Span | undefined;
 }
 
 export interface OperationOptions {
@@ -41,6 +44,7 @@ export interface OperationOptions {
   readonly timeoutMs: number;
   readonly maxRequests?: number | undefined;
   readonly now?: number;
+  readonly span?: Span | undefined;
 }
 
 export function createOperation(options: OperationOptions): Operation {
@@ -57,6 +61,7 @@ export function createOperation(options: OperationOptions): Operation {
     charged: 0,
     sent: 0,
     estimated: 0,
+    span: options.span,
   };
 }
 

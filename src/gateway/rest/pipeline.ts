@@ -33,6 +33,22 @@ export interface UpstreamCall {
   readonly firstAttempt?: { sentAt?: number };
   /** Set by the attempt stage once the request has been handed to a connection. */
   dispatched: boolean;
+  /** The request's span, when tracing is on (tracing.ts): the stages below it tell it what happens. */
+  readonly trace?: CallTrace | undefined;
+}
+
+/** What the stages below the tracing stage tell an upstream request's span. */
+export interface CallTrace {
+  /** W3C Trace Context headers naming the span, sent with every attempt. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** An attempt was handed to a connection. */
+  attempted(): void;
+  /** Time spent waiting for the key's budget, its turn and a connection slot before an attempt. */
+  waited(ms: number): void;
+  /** The upstream answered 429: the key pauses for `ms`. */
+  paused(ms: number): void;
+  /** The connection was reset (`reason`, an error code): the GET is sent once more. */
+  resent(reason: string): void;
 }
 
 export type Send = (call: UpstreamCall) => Promise<UpstreamResponse>;
