@@ -161,7 +161,7 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
     const shared = executions?.keyOf(req.headers, body.text as string, body.value);
     let response: HTTPGraphQLResponse;
     if (executions !== undefined && shared !== undefined) {
-      response = await executions.answer(shared, whenGone, execute);
+      response = await executions.answer(shared, whenGone, execute, trace);
     } else {
       const gone = new AbortController();
       whenGone((reason) => gone.abort(reason));
