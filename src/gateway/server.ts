@@ -39,7 +39,7 @@ import { rejectedKeys } from './rest/rejected-keys.js';
 import { createResponseSharing } from './rest/sharing.js';
 import { createSlots } from './rest/slots.js';
 import { createSharedExecutions } from './shared-executions.js';
-import { createTracing, type OperationTrace } from './tracing.js';
+import type { OperationTrace } from './tracing.js';
 
 /** How long shutdown waits for requests in flight before it closes their connections. */
 const DRAIN_GRACE_MS = 10_000;
@@ -150,6 +150,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     },
   });
   metrics.watchLimiter(limiter);
+  // Loaded only when a tracer is given: a gateway that does not trace loads no OpenTelemetry code.
+  const tracing = options.tracer ? (await import('./tracing.js')).createTracing(options.tracer) : undefined;
   const keepsAnswers = config.cacheTtlMs > 0 || config.staleTtlMs > 0;
   const executions = config.coalesce
     ? createSharedExecutions({
@@ -190,7 +192,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     observer: upstreamObserver(metrics),
     now,
     ...(sharing ? { sharing } : {}),
-    ...(options.tracer ? { tracer: options.tracer } : {}),
+    ...(tracing ? { tracing: tracing.upstream } : {}),
   });
   const lookupStats: LookupStats = { fullScanPages: undefined };
 
@@ -292,7 +294,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     lifecycle: { ready: () => started && !drain.draining, track: (res) => drain.track(res) },
     serveAsset: landingPage.serveAsset,
     executions,
-    tracing: options.tracer ? createTracing(options.tracer) : undefined,
+    tracing,
   });
   started = true;
   const { port } = httpServer.address() as AddressInfo;

@@ -23,6 +23,8 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import type { Stage } from './rest/pipeline.js';
+import { traceUpstream } from './rest/tracing.js';
 
 /** What the operation was, once Apollo Server has resolved it. */
 export interface OperationDescription {
@@ -62,6 +64,8 @@ export interface OperationTrace {
 export interface Tracing {
   /** A span for a request with these headers, its parent the client's `traceparent` when valid. */
   start(headers: IncomingHttpHeaders, requestId: string): OperationTrace;
+  /** The REST client's stage that makes a span per upstream request (rest/tracing.ts). */
+  readonly upstream: Stage;
 }
 
 /** Semantic conventions' fallback when the operation is unknown (unparsable, refused before it ran). */
@@ -72,6 +76,7 @@ const MAX_NAME = 100;
 export function createTracing(tracer: Tracer): Tracing {
   const propagator = new W3CTraceContextPropagator();
   return {
+    upstream: traceUpstream(tracer),
     start(headers, requestId) {
       const parent = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
       const span = tracer.startSpan(

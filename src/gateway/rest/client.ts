@@ -5,7 +5,6 @@
  * headers, and upstream failures turned into the gateway's error codes.
  */
 
-import type { Tracer } from '@opentelemetry/api';
 import { GraphQLError } from 'graphql';
 import { Pool } from 'undici';
 import { fromUpstreamStatus, type UpstreamErrorBody, upstreamUnavailable } from '../errors.js';
@@ -22,7 +21,6 @@ import { headerOf, type UpstreamResponse } from './response.js';
 import { parseRetryAfter } from './retry-after.js';
 import { scrubSecret } from './scrub.js';
 import type { ResponseSharing } from './sharing.js';
-import { traceUpstream } from './tracing.js';
 
 export type { UpstreamObserver } from './attempt.js';
 
@@ -81,8 +79,8 @@ export interface RestClientOptions {
   /** Remembers keys the upstream refused (first stage): a repeat costs no upstream request. */
   readonly rejectedKeys?: Stage;
   readonly now?: () => number;
-  /** A span per upstream request, under its operation's, and W3C traceparent sent upstream; none: no tracing work. */
-  readonly tracer?: Tracer;
+  /** The tracing stage (tracing.ts), right below sharing, when tracing is on; none: no tracing work. */
+  readonly tracing?: Stage;
 }
 
 export function createRestClient(options: RestClientOptions): RestClient {
@@ -103,7 +101,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
     [
       ...(options.rejectedKeys ? [options.rejectedKeys] : []),
       ...(options.sharing ? [options.sharing.stage] : []),
-      ...(options.tracer ? [traceUpstream(options.tracer, baseUrl)] : []),
+      ...(options.tracing ? [options.tracing] : []),
       resendOnReset,
       operationBudget,
       ...(options.limiter ? [options.limiter] : []),

@@ -2,8 +2,9 @@
  * The REST client as a pipeline of small stages, each a function from the next stage to a send,
  * the way undici composes interceptors (`Dispatcher.compose`):
  *
- *   sharing → resend on reset → operation budget → limiter (budget, fair slots, pause check) → attempt
+ *   sharing → [tracing] → resend on reset → operation budget → limiter (budget, fair slots, pause check) → attempt
  *
+ * (tracing only when a tracer is configured: a span per request that is really sent, below sharing.)
  * Each stage sees one upstream call and may pass it on, answer it itself, or fail it.
  */
 

@@ -16,21 +16,14 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { GraphQLError } from 'graphql';
 import type { CallTrace, Route, Stage } from './pipeline.js';
 
-const ROUTES: Readonly<Record<Route, readonly [method: 'GET' | 'POST', path: string]>> = {
-  listPets: ['GET', 'pets'],
-  createPet: ['POST', 'pets'],
-  getPet: ['GET', 'pets/{petId}'],
-};
+const METHODS: Readonly<Record<Route, 'GET' | 'POST'>> = { listPets: 'GET', createPet: 'POST', getPet: 'GET' };
 
-export function traceUpstream(tracer: Tracer, baseUrl: URL): Stage {
+export function traceUpstream(tracer: Tracer): Stage {
   const propagator = new W3CTraceContextPropagator();
-  const server = {
-    'server.address': baseUrl.hostname,
-    'server.port': Number(baseUrl.port || (baseUrl.protocol === 'https:' ? 443 : 80)),
-  };
   return (next) => async (call) => {
-    const [method, path] = ROUTES[call.route];
-    const template = `${baseUrl.pathname}${path}`;
+    const method = METHODS[call.route];
+    // `<base>/pets` as it is; `<base>/pets/{petId}` for a lookup, whose last segment is the id.
+    const template = call.route === 'getPet' ? call.url.pathname.replace(/[^/]*$/, '{petId}') : call.url.pathname;
     const parent = call.operation.span === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, call.operation.span);
     const span = tracer.startSpan(
       `${method} ${template}`,
@@ -40,7 +33,8 @@ export function traceUpstream(tracer: Tracer, baseUrl: URL): Stage {
           'http.request.method': method,
           'url.template': template,
           'petstore.route': call.route,
-          ...server,
+          'server.address': call.url.hostname,
+          'server.port': Number(call.url.port || (call.url.protocol === 'https:' ? 443 : 80)),
         },
       },
       parent,
