@@ -61,6 +61,18 @@ export interface Config {
   readonly metricsToken: string | undefined;
   /** A request header that names the client, for the fair share of a shared key; unset: the remote address. */
   readonly clientIdHeader: string | undefined;
+  /** OpenTelemetry tracing, on only when an OTLP endpoint is configured (the standard OTEL_* variables). */
+  readonly tracing: TracingConfig | undefined;
+}
+
+/**
+ * What the gateway decides about tracing itself. The exporter and the SDK read the rest of OTEL_*
+ * (endpoint, headers, timeout, sampler, batch sizes) themselves, as the OpenTelemetry specification
+ * describes them.
+ */
+export interface TracingConfig {
+  /** The resource's service.name (OTEL_SERVICE_NAME). */
+  readonly serviceName: string;
 }
 
 /** How long a client may take, and how many may be connected: a slow or greedy client cannot hold the process. */
@@ -156,6 +168,7 @@ export function parseConfig(env: Env): Config {
     corsOrigins: parseCorsOrigins(env),
     metricsToken: parseSecret(env, 'METRICS_TOKEN'),
     clientIdHeader: parseHeaderName(env, 'CLIENT_ID_HEADER'),
+    tracing: parseTracing(env),
   };
   return Object.freeze(config);
 }
@@ -255,6 +268,32 @@ function parseHeaderName(env: Env, name: string): string | undefined {
   // RFC 9110 section 5.1: a field name is a token.
   if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/.test(raw)) throw new ConfigError(`${name} must be an HTTP header name`);
   return raw.toLowerCase();
+}
+
+/**
+ * Tracing is off unless an OTLP endpoint is set (for traces or for all signals), the SDK is not
+ * disabled and the traces exporter is not `none`: a gateway nobody collects spans from does no
+ * tracing work at all. Only OTLP over HTTP is exported.
+ */
+function parseTracing(env: Env): TracingConfig | undefined {
+  const disabled = parseBoolean(env, 'OTEL_SDK_DISABLED', false);
+  const exporter = oneOf(env, 'OTEL_TRACES_EXPORTER', ['otlp', 'none'], 'otlp');
+  const endpoint = [
+    parseHttpUrl(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'),
+    parseHttpUrl(env, 'OTEL_EXPORTER_OTLP_ENDPOINT'),
+  ].find((url) => url !== undefined);
+  const serviceName = value(env, 'OTEL_SERVICE_NAME') ?? 'petstore-graphql-gateway';
+  if (disabled || exporter === 'none' || endpoint === undefined) return undefined;
+  return Object.freeze({ serviceName });
+}
+
+function parseHttpUrl(env: Env, name: string): string | undefined {
+  const raw = value(env, name);
+  if (raw === undefined) return undefined;
+  try {
+    if (['http:', 'https:'].includes(new URL(raw).protocol)) return raw;
+  } catch {}
+  throw new ConfigError(`${name} must be an http(s) URL, e.g. http://localhost:4318`);
 }
 
 function parseSecret(env: Env, name: string): string | undefined {

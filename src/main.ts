@@ -4,8 +4,9 @@
  */
 
 import { connect } from 'node:net';
-import { ConfigError, type LandingPage, parseConfig } from './config.js';
-import { createLogger } from './gateway/logger.js';
+import type { Tracer } from '@opentelemetry/api';
+import { ConfigError, type LandingPage, parseConfig, type TracingConfig } from './config.js';
+import { createLogger, type Logger } from './gateway/logger.js';
 import { createGateway, type GatewayHandle } from './gateway/server.js';
 import { demoCatalogue } from './petstore/seed.js';
 import { DEMO_KEY, type PetstoreHandle, startPetstore } from './petstore/start.js';
@@ -19,8 +20,10 @@ try {
   process.exit(1);
 }
 const logger = createLogger(config.logLevel);
-/** The drain's grace period (10 s) plus time to close the pool and Redis. */
+/** The drain's grace period (10 s) plus time to close the pool and Redis and send the last spans. */
 const SHUTDOWN_DEADLINE_MS = 15_000;
+/** Longest the last spans may take to reach the collector at shutdown, within the deadline above. */
+const TRACES_FLUSH_MS = 3_000;
 
 /** Start-up failures a person can fix, in one line naming the setting; anything else is a bug and keeps its stack. */
 function fail(message: string): never {
@@ -40,9 +43,10 @@ if (config.petstoreBaseUrl === undefined) {
   config = Object.freeze({ ...config, petstoreBaseUrl: embedded.url, apiKey: config.apiKey ?? DEMO_KEY });
 }
 
+const tracing = config.tracing ? await startTracing(config.tracing, logger) : undefined;
 let gateway: GatewayHandle;
 try {
-  gateway = await createGateway(config, { logger });
+  gateway = await createGateway(config, { logger, tracer: tracing?.tracer });
 } catch (error) {
   if (error instanceof ConfigError) fail(error.message);
   const code = (error as NodeJS.ErrnoException).code;
@@ -64,6 +68,11 @@ console.log(
     : `Upstream: ${config.petstoreBaseUrl}`,
 );
 console.log(`Server key: ${keyInUse}`);
+if (config.tracing) {
+  console.log(
+    `Tracing: spans exported over OTLP/HTTP as service ${config.tracing.serviceName} (OTEL_EXPORTER_OTLP_* endpoint)`,
+  );
+}
 if (!embedded) {
   const reason = await unreachable(new URL(config.petstoreBaseUrl as string));
   if (reason) {
@@ -98,10 +107,66 @@ async function shutdown(signal: string): Promise<void> {
   }, SHUTDOWN_DEADLINE_MS).unref();
   await gateway.close();
   await embedded?.close();
+  if (tracing && !(await tracing.shutdown(TRACES_FLUSH_MS))) {
+    logger.warn({ ms: TRACES_FLUSH_MS }, 'OpenTelemetry: the last spans were not exported in time; dropped');
+  }
   logger.flush();
   process.exit(0);
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(signal));
+
+/**
+ * OpenTelemetry, when an OTLP endpoint is configured: a tracer provider that exports batches of
+ * spans over OTLP/HTTP, its resource named by OTEL_SERVICE_NAME (and OTEL_RESOURCE_ATTRIBUTES). The
+ * exporter and the SDK read the rest of OTEL_* themselves: endpoint, headers, timeout, sampler,
+ * batch sizes. Imported only then, so a gateway that does not trace loads none of it.
+ * `shutdown(ms)` flushes what is left and says whether it made it within `ms`.
+ */
+async function startTracing(
+  tracing: TracingConfig,
+  log: Logger,
+): Promise<{ tracer: Tracer; shutdown(ms: number): Promise<boolean> }> {
+  const [{ diag, DiagLogLevel }, { OTLPTraceExporter }, resources, sdk] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-trace-base'),
+  ]);
+  // The SDK reports what goes wrong (a collector that refuses or does not answer) through diag; the
+  // log gets it at warn, once a minute at most, since a collector that is down fails every batch.
+  let warnedAt = Number.NEGATIVE_INFINITY;
+  const warn = (message: string, ...args: unknown[]): void => {
+    if (Date.now() - warnedAt < 60_000) return;
+    warnedAt = Date.now();
+    // Errors arrive serialised as JSON, stack and all: the message is what an operator needs.
+    let text = message;
+    try {
+      text = String(JSON.parse(message).message ?? message);
+    } catch {}
+    log.warn({ detail: args.map(String) }, `OpenTelemetry: ${text} (repeats are not logged for a minute)`);
+  };
+  const quiet = (): void => {};
+  diag.setLogger({ error: warn, warn, info: quiet, debug: quiet, verbose: quiet }, DiagLogLevel.WARN);
+  const resource = resources
+    .defaultResource()
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }))
+    .merge(resources.resourceFromAttributes({ 'service.name': tracing.serviceName }));
+  const provider = new sdk.BasicTracerProvider({
+    resource,
+    spanProcessors: [new sdk.BatchSpanProcessor(new OTLPTraceExporter())],
+  });
+  return {
+    tracer: provider.getTracer('petstore-graphql-gateway'),
+    shutdown: (ms) =>
+      Promise.race([
+        provider.shutdown().then(
+          () => true,
+          () => false,
+        ),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref()),
+      ]),
+  };
+}
 
 /** Why a TCP connection to the upstream cannot be made within 3 s, or undefined when it can. */
 function unreachable(url: URL): Promise<string | undefined> {

@@ -14,6 +14,7 @@ import type { RestClient } from './rest/client.js';
 import { keyIdOf } from './rest/key-id.js';
 import type { BudgetView } from './rest/limiter.js';
 import { createOperation, type Operation } from './rest/operation.js';
+import type { OperationTrace } from './tracing.js';
 
 export interface GatewayContext {
   /** The API key every upstream request of this operation carries ('' for a metadata-only operation). */
@@ -31,6 +32,8 @@ export interface GatewayContext {
   readonly stale: StaleNote[];
   /** How old the answer a loaded pet came from is, when it was served stale. */
   petStaleMs(id: string): number | undefined;
+  /** The request's span, when tracing is on. */
+  readonly trace: OperationTrace | undefined;
 }
 
 export interface StaleNote {
@@ -76,6 +79,8 @@ export interface RequestInfo {
   readonly signal?: AbortSignal | undefined;
   /** The remote address, who the client is when no CLIENT_ID_HEADER names it. */
   readonly remoteAddress?: string | undefined;
+  /** The request's span, when tracing is on: the operation's upstream requests become its children. */
+  readonly trace?: OperationTrace | undefined;
 }
 
 /**
@@ -102,6 +107,7 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
     timeoutMs: deps.config.timeoutMs,
     maxRequests: deps.maxUpstreamRequests,
     now: deps.now(),
+    span: request.trace?.span,
   });
   const keyId = keyIdOf(key);
   const lookups = createPetLookups({
@@ -125,6 +131,7 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
     budget: () => deps.describeBudget(keyId),
     stale: [],
     petStaleMs: (id) => lookups.staleMs(id),
+    trace: request.trace,
   };
 }
 

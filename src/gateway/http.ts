@@ -18,19 +18,22 @@ import { type CorsVerdict, createCors } from './cors.js';
 import type { Logger } from './logger.js';
 import { requestIdFrom } from './request-context.js';
 import type { SharedExecutions } from './shared-executions.js';
+import type { OperationTrace, Tracing } from './tracing.js';
 
 /** Generic in the context so that Apollo's integration test suite can serve its own servers through this edge. */
 export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
   readonly apollo: ApolloServer<TContext>;
   /**
    * `query` is the operation's text, when the request carries one; `requestId` its X-Request-Id;
-   * `signal` is aborted if the client goes before its answer is written.
+   * `signal` is aborted if the client goes before its answer is written; `trace` is the request's
+   * span, when tracing is on.
    */
   readonly context: (
     req: IncomingMessage,
     query: string | undefined,
     requestId: string,
     signal: AbortSignal,
+    trace: OperationTrace | undefined,
   ) => Promise<TContext>;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
@@ -49,6 +52,8 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
   readonly executions?: SharedExecutions | undefined;
   /** Serves the landing page's own files (GraphiQL's); returns false for a path that is not one. */
   readonly serveAsset?: ((req: IncomingMessage, res: ServerResponse, pathname: string) => boolean) | undefined;
+  /** A span per GraphQL request (OpenTelemetry); none: no tracing work at all. */
+  readonly tracing?: Tracing | undefined;
 }
 
 export function createHttpHandler<TContext extends BaseContext = GatewayContext>(
@@ -100,14 +105,34 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
         errors: [{ message: 'the gateway is starting or shutting down', extensions: { code: 'UNAVAILABLE' } }],
       });
     }
+    if (options.tracing === undefined) return serveGraphql(req, res, url, requestId, undefined);
+    const trace = options.tracing.start(req.headers, requestId);
+    try {
+      await serveGraphql(req, res, url, requestId, trace);
+    } catch (error) {
+      trace.conclude({ code: isClientFault(error, res) ? 'CLIENT_GONE' : 'INTERNAL_SERVER_ERROR' });
+      throw error;
+    } finally {
+      trace.end(res.statusCode);
+    }
+  }
 
+  async function serveGraphql(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    requestId: string,
+    trace: OperationTrace | undefined,
+  ): Promise<void> {
     const body = await readJsonBody(req, options.maxBodyBytes);
     if (body.aborted) {
       options.logger.info({ reqId: requestId }, 'client went away before its request was read');
+      trace?.conclude({ code: 'CLIENT_GONE' });
       return;
     }
     if (body.error !== undefined) {
       if (body.status === 413) res.setHeader('Connection', 'close');
+      trace?.conclude({ code: 'BAD_REQUEST' });
       return sendJson(res, body.status, { errors: [{ message: body.error, extensions: { code: 'BAD_REQUEST' } }] });
     }
     const execute = (signal: AbortSignal) => {
@@ -123,7 +148,7 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
       };
       return options.apollo.executeHTTPGraphQLRequest({
         httpGraphQLRequest: request,
-        context: () => options.context(req, queryText(body.value, url), requestId, signal),
+        context: () => options.context(req, queryText(body.value, url), requestId, signal, trace),
       });
     };
     // The client leaving cancels what its operation still has queued or in flight upstream.
@@ -136,7 +161,7 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
     const shared = executions?.keyOf(req.headers, body.text as string, body.value);
     let response: HTTPGraphQLResponse;
     if (executions !== undefined && shared !== undefined) {
-      response = await executions.answer(shared, whenGone, execute);
+      response = await executions.answer(shared, whenGone, execute, trace);
     } else {
       const gone = new AbortController();
       whenGone((reason) => gone.abort(reason));
@@ -144,6 +169,7 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
     }
     for (const [name, value] of response.headers) res.setHeader(name, value);
     res.statusCode = response.status ?? 200;
+    trace?.answered(res.statusCode, response.body.kind === 'complete' ? response.body.string : undefined);
     if (response.body.kind === 'complete') {
       res.end(response.body.string);
       return;

@@ -10,6 +10,7 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDisableSuggestions } from '@apollo/server/plugin/disableSuggestions';
 import { buildSubgraphSchema } from '@apollo/subgraph';
+import type { Tracer } from '@opentelemetry/api';
 import { parse } from 'graphql';
 import { type Config, ConfigError, PLAN_LIMITS } from '../config.js';
 import { createContext, type GatewayContext, requestKeyId } from './context.js';
@@ -27,6 +28,7 @@ import { armorProtection, maxUpstreamRequests, upstreamEstimatePlugin } from './
 import { budgetExtensions } from './plugins/budget-extensions.js';
 import { operationMetricsPlugin } from './plugins/operation-metrics.js';
 import { requestShapePlugin } from './plugins/request-shape.js';
+import { tracingPlugin } from './plugins/tracing.js';
 import { resolvers } from './resolvers/index.js';
 import { memoryAnswers, redisAnswers } from './rest/answers.js';
 import { MemoryBudgetStore } from './rest/budget.js';
@@ -37,6 +39,7 @@ import { rejectedKeys } from './rest/rejected-keys.js';
 import { createResponseSharing } from './rest/sharing.js';
 import { createSlots } from './rest/slots.js';
 import { createSharedExecutions } from './shared-executions.js';
+import type { OperationTrace } from './tracing.js';
 
 /** How long shutdown waits for requests in flight before it closes their connections. */
 const DRAIN_GRACE_MS = 10_000;
@@ -59,6 +62,11 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Prefix of the gateway's Redis keys (default petstore-gateway), so tests can share a Redis. */
   readonly redisPrefix?: string;
+  /**
+   * OpenTelemetry: a span per GraphQL request and per upstream request, W3C traceparent honoured
+   * from clients and sent upstream. None (the default): no tracing work at all.
+   */
+  readonly tracer?: Tracer | undefined;
 }
 
 export interface GatewayHandle {
@@ -142,6 +150,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     },
   });
   metrics.watchLimiter(limiter);
+  // Loaded only when a tracer is given: a gateway that does not trace never loads the propagator (@opentelemetry/core).
+  const tracing = options.tracer ? (await import('./tracing.js')).createTracing(options.tracer) : undefined;
   const keepsAnswers = config.cacheTtlMs > 0 || config.staleTtlMs > 0;
   const executions = config.coalesce
     ? createSharedExecutions({
@@ -182,6 +192,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     observer: upstreamObserver(metrics),
     now,
     ...(sharing ? { sharing } : {}),
+    ...(tracing ? { tracing: tracing.upstream } : {}),
   });
   const lookupStats: LookupStats = { fullScanPages: undefined };
 
@@ -218,6 +229,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       budgetExtensions(),
       operationMetricsPlugin(metrics, logger),
       requestShapePlugin(),
+      ...(options.tracer ? [tracingPlugin()] : []),
     ],
   });
   await apollo.start();
@@ -253,13 +265,20 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   handle = createHttpHandler({
     apollo,
-    context: async (req: IncomingMessage, query: string | undefined, requestId: string, signal: AbortSignal) =>
+    context: async (
+      req: IncomingMessage,
+      query: string | undefined,
+      requestId: string,
+      signal: AbortSignal,
+      trace: OperationTrace | undefined,
+    ) =>
       createContext(deps, {
         headers: req.headers,
         query,
         requestId,
         signal,
         remoteAddress: req.socket.remoteAddress,
+        trace,
       }),
     maxBodyBytes: config.limits.maxBodyBytes,
     logger,
@@ -275,6 +294,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     lifecycle: { ready: () => started && !drain.draining, track: (res) => drain.track(res) },
     serveAsset: landingPage.serveAsset,
     executions,
+    tracing,
   });
   started = true;
   const { port } = httpServer.address() as AddressInfo;

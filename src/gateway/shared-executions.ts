@@ -16,6 +16,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HTTPGraphQLResponse } from '@apollo/server';
 import { type DocumentNode, Kind, OperationTypeNode, parse } from 'graphql';
+import type { OperationTrace } from './tracing.js';
 
 export interface SharedExecutions {
   /**
@@ -27,12 +28,14 @@ export interface SharedExecutions {
    * The answer for a request named `key`: the execution in flight under that name, or a new one
    * run by `execute` with a signal aborted once every client waiting for it has gone. `whenGone`
    * registers what to do when this request's own client goes (a listener, not a signal: most
-   * requests never need one, and an AbortSignal is a measurable cost per request).
+   * requests never need one, and an AbortSignal is a measurable cost per request). With tracing
+   * on, `trace` is this request's span: one that joins an execution is told whose it joined.
    */
   answer(
     key: SharingKey,
     whenGone: (leave: (reason: unknown) => void) => void,
     execute: (signal: AbortSignal) => Promise<HTTPGraphQLResponse>,
+    trace?: OperationTrace,
   ): Promise<HTTPGraphQLResponse>;
   /** Ends sharing of the key's executions in flight (by key digest): a write for it was sent. */
   invalidate(keyId: string): void;
@@ -63,6 +66,8 @@ interface Execution {
   waiting: number;
   /** The answer as those who joined get it, made once from the first one's. */
   joined?: Promise<HTTPGraphQLResponse>;
+  /** The span of the request that runs it, when tracing is on. */
+  readonly trace: OperationTrace | undefined;
 }
 
 export function createSharedExecutions(options: SharedExecutionsOptions): SharedExecutions {
@@ -126,15 +131,22 @@ export function createSharedExecutions(options: SharedExecutionsOptions): Shared
       return { keyId, name: `${keyId}\n${accept}\n${headers['content-type'] ?? ''}\n${preflight}\n${text}` };
     },
 
-    answer(key, whenGone, execute) {
+    answer(key, whenGone, execute, trace) {
       const running = inFlight.get(key.name);
       if (running !== undefined && !running.controller.signal.aborted) {
         options.onShared?.();
+        if (trace !== undefined && running.trace !== undefined) trace.join(running.trace);
         running.joined ??= running.response.then(asJoined);
         return wait(running, whenGone, running.joined);
       }
       const controller = new AbortController();
-      const execution: Execution = { keyId: key.keyId, controller, waiting: 0, response: execute(controller.signal) };
+      const execution: Execution = {
+        keyId: key.keyId,
+        controller,
+        waiting: 0,
+        response: execute(controller.signal),
+        trace,
+      };
       inFlight.set(key.name, execution);
       const settle = () => {
         if (inFlight.get(key.name) === execution) inFlight.delete(key.name);

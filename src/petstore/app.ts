@@ -40,6 +40,8 @@ export interface RequestRecord {
   readonly receivedAt: number;
   /** The X-Request-Id it carried. */
   readonly requestId: string | undefined;
+  /** The W3C `traceparent` it carried (the gateway sends one when tracing is on). */
+  readonly traceparent: string | undefined;
 }
 
 /** RFC 9745 Deprecation (an IMF-fixdate-free `@epoch`), and RFC 8594 Sunset, for GET /pets/{petId}. */
@@ -87,6 +89,7 @@ export function createPetstoreApp(options: PetstoreAppOptions): (req: IncomingMe
         code: errorCodeOf(res),
         receivedAt,
         requestId: req.headers['x-request-id'] as string | undefined,
+        traceparent: req.headers.traceparent as string | undefined,
       }),
     );
     if (options.responseDelayMs) await new Promise((resolve) => setTimeout(resolve, options.responseDelayMs));

@@ -66,6 +66,7 @@ describe('parseConfig defaults', () => {
       corsOrigins: ['https://sandbox.embed.apollographql.com', 'https://studio.apollographql.com'],
       metricsToken: undefined,
       clientIdHeader: undefined,
+      tracing: undefined,
     });
   });
 
@@ -442,5 +443,37 @@ describe('LANDING_PAGE', () => {
   it.each(['production', 'GraphiQL', 'playground', 'off'])('refuses %j naming LANDING_PAGE and its values', (value) => {
     expectRefused({ LANDING_PAGE: value }, 'LANDING_PAGE');
     expect(configError({ LANDING_PAGE: value }).message).toBe('LANDING_PAGE must be one of sandbox, graphiql, none');
+  });
+});
+
+describe('OpenTelemetry (OTEL_*)', () => {
+  const ENDPOINT = 'http://127.0.0.1:4318';
+
+  it('traces only when an OTLP endpoint is set, for traces or for all signals', () => {
+    expect(parseConfig({}).tracing).toBeUndefined();
+    expect(parseConfig({ OTEL_SERVICE_NAME: 'gw' }).tracing).toBeUndefined();
+    expect(parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT }).tracing).toEqual({
+      serviceName: 'petstore-graphql-gateway',
+    });
+    expect(
+      parseConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${ENDPOINT}/v1/traces`, OTEL_SERVICE_NAME: 'gw' }).tracing,
+    ).toEqual({ serviceName: 'gw' });
+  });
+
+  it('stays off with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none', () => {
+    expect(parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT, OTEL_SDK_DISABLED: 'true' }).tracing).toBeUndefined();
+    expect(
+      parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT, OTEL_TRACES_EXPORTER: 'none' }).tracing,
+    ).toBeUndefined();
+    expect(parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT, OTEL_TRACES_EXPORTER: 'otlp' }).tracing).toBeDefined();
+  });
+
+  it.each([
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'localhost:4318'],
+    ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'grpc://collector:4317'],
+    ['OTEL_TRACES_EXPORTER', 'zipkin'],
+    ['OTEL_SDK_DISABLED', 'maybe'],
+  ])('refuses %s=%s naming the variable', (name, raw) => {
+    expectRefused({ [name]: raw }, name);
   });
 });

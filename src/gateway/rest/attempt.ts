@@ -71,6 +71,7 @@ export function createAttempt(options: AttemptOptions): Send {
     try {
       call.dispatched = true;
       operation.sent++;
+      call.trace?.attempted();
       response = await options.dispatcher.request({
         origin: call.url.origin,
         path: `${call.url.pathname}${call.url.search}`,
@@ -80,6 +81,7 @@ export function createAttempt(options: AttemptOptions): Send {
           accept: 'application/json',
           ...(operation.requestId === undefined ? {} : { 'x-request-id': operation.requestId }),
           ...(isWrite(call) ? { 'content-type': 'application/json' } : {}),
+          ...call.trace?.headers,
         },
         body: call.body,
         signal: controller.signal,

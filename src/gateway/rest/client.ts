@@ -79,6 +79,8 @@ export interface RestClientOptions {
   /** Remembers keys the upstream refused (first stage): a repeat costs no upstream request. */
   readonly rejectedKeys?: Stage;
   readonly now?: () => number;
+  /** The tracing stage (tracing.ts), right below sharing, when tracing is on; none: no tracing work. */
+  readonly tracing?: Stage;
 }
 
 export function createRestClient(options: RestClientOptions): RestClient {
@@ -99,6 +101,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
     [
       ...(options.rejectedKeys ? [options.rejectedKeys] : []),
       ...(options.sharing ? [options.sharing.stage] : []),
+      ...(options.tracing ? [options.tracing] : []),
       resendOnReset,
       operationBudget,
       ...(options.limiter ? [options.limiter] : []),

@@ -197,6 +197,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   async function run(call: UpstreamCall, next: (call: UpstreamCall) => Promise<UpstreamResponse>) {
     for (let retry = 0; ; ) {
       options.onEvent?.({ type: 'waiting', delta: 1 });
+      const waitingSince = call.trace === undefined ? 0 : performance.now();
       let release: () => void;
       let seq: number;
       try {
@@ -216,6 +217,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         }
       } finally {
         options.onEvent?.({ type: 'waiting', delta: -1 });
+        call.trace?.waited(performance.now() - waitingSince);
       }
 
       let response: UpstreamResponse;
@@ -254,6 +256,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (retryAfter?.clamped) warnClamped(call.keyId, 'retry-after');
       const pauseMs = retryAfter?.ms ?? Math.min(60_000, 1_000 * 2 ** retry) * (1 + Math.random() / 2);
       options.onEvent?.({ type: 'upstream429', pauseMs });
+      call.trace?.paused(pauseMs);
       const until = now() + pauseMs;
       localPauses.set(call.keyId, Math.max(localPauses.get(call.keyId) ?? 0, until));
       if (localPauses.size > memoSize) forgetPastPauses(localPauses, now());

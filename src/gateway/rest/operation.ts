@@ -5,6 +5,7 @@
  */
 
 import { setMaxListeners } from 'node:events';
+import type { Span } from '@opentelemetry/api';
 import { budgetExceeded } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Stage } from './pipeline.js';
@@ -31,6 +32,8 @@ export interface Operation {
   sent: number;
   /** Requests the operation was estimated to cost before it ran (`extensions.cost`, `rateLimit.cost`). */
   estimated: number;
+  /** The operation's span when tracing is on: its upstream requests' spans are its children. */
+  readonly span?: Span | undefined;
 }
 
 export interface OperationOptions {
@@ -42,6 +45,7 @@ export interface OperationOptions {
   readonly timeoutMs: number;
   readonly maxRequests?: number | undefined;
   readonly now?: number;
+  readonly span?: Span | undefined;
 }
 
 export function createOperation(options: OperationOptions): Operation {
@@ -62,6 +66,7 @@ export function createOperation(options: OperationOptions): Operation {
     charged: 0,
     sent: 0,
     estimated: 0,
+    span: options.span,
   };
 }
 

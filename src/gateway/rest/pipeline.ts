@@ -2,8 +2,9 @@
  * The REST client as a pipeline of small stages, each a function from the next stage to a send,
  * the way undici composes interceptors (`Dispatcher.compose`):
  *
- *   sharing → resend on reset → operation budget → limiter (budget, fair slots, pause check) → attempt
+ *   sharing → [tracing] → resend on reset → operation budget → limiter (budget, fair slots, pause check) → attempt
  *
+ * (tracing only when a tracer is configured: a span per request that is really sent, below sharing.)
  * Each stage sees one upstream call and may pass it on, answer it itself, or fail it.
  */
 
@@ -33,6 +34,22 @@ export interface UpstreamCall {
   readonly firstAttempt?: { sentAt?: number };
   /** Set by the attempt stage once the request has been handed to a connection. */
   dispatched: boolean;
+  /** The request's span, when tracing is on (tracing.ts): the stages below it tell it what happens. */
+  readonly trace?: CallTrace | undefined;
+}
+
+/** What the stages below the tracing stage tell an upstream request's span. */
+export interface CallTrace {
+  /** W3C Trace Context headers naming the span, sent with every attempt. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** An attempt was handed to a connection. */
+  attempted(): void;
+  /** Time spent waiting for the key's budget, its turn and a connection slot before an attempt. */
+  waited(ms: number): void;
+  /** The upstream answered 429: the key pauses for `ms`. */
+  paused(ms: number): void;
+  /** The connection was reset (`reason`, an error code): the GET is sent once more. */
+  resent(reason: string): void;
 }
 
 export type Send = (call: UpstreamCall) => Promise<UpstreamResponse>;

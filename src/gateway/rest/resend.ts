@@ -22,6 +22,7 @@ export const resendOnReset: Stage = (next) => async (call) => {
     return await next({ ...call, firstAttempt, dispatched: false });
   } catch (error) {
     if (!isConnectionReset(error) || call.signal?.aborted) throw error;
+    call.trace?.resent((error as { code: string }).code);
     return next({ ...call, firstAttempt, dispatched: false });
   }
 };

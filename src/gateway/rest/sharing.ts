@@ -86,6 +86,10 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     const stale = stored !== undefined && now() - stored.at <= staleTtlMs ? stored : undefined;
     const served = (answer: StoredAnswer): UpstreamResponse => {
       options.onStale?.();
+      call.operation.span?.addEvent('served stale answer', {
+        'petstore.route': call.route,
+        'petstore.age_ms': Math.max(0, now() - answer.at),
+      });
       return { ...answer.response, staleMs: Math.max(0, now() - answer.at) };
     };
     let response: UpstreamResponse;
@@ -115,12 +119,15 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
       ]);
       if (stored !== undefined && now() - stored.at <= options.ttlMs) {
         options.onCacheHit?.();
+        call.operation.span?.addEvent('answered from cache', { 'petstore.route': call.route });
         return stored.response;
       }
     }
     const joined = options.coalesce === false ? undefined : inFlight.get(id);
     if (joined !== undefined) {
       options.onCoalesced?.();
+      // The request and its span belong to the operation that sent it; this one only waits for its answer.
+      call.operation.span?.addEvent('joined in-flight request', { 'petstore.route': call.route });
       return wait(joined, call);
     }
     const controller = new AbortController();

@@ -14,6 +14,8 @@ import type { UpstreamResponse } from '../../../src/gateway/rest/response.js';
 import { scrubSecret } from '../../../src/gateway/rest/scrub.js';
 import { createResponseSharing } from '../../../src/gateway/rest/sharing.js';
 import { createSlots } from '../../../src/gateway/rest/slots.js';
+import { traceUpstream } from '../../../src/gateway/rest/tracing.js';
+import { memoryTracer } from '../../helpers/tracing.js';
 
 const OK: UpstreamResponse = { status: 200, headers: {}, body: '[]' };
 
@@ -160,6 +162,40 @@ describe('sharing', () => {
     await send(call({ body: '{}' }));
     await send(call());
     expect(sends).toBe(3);
+  });
+});
+
+describe('traceUpstream', () => {
+  it('hands the stages below a call that carries its span, and tells the caller whether it was sent', async () => {
+    const memory = memoryTracer();
+    const post = call({ route: 'createPet', url: new URL('http://store.test/v1/pets'), body: '{}' });
+    const seen: UpstreamCall[] = [];
+    await traceUpstream(memory.tracer)(async (c) => {
+      seen.push(c);
+      c.dispatched = true;
+      c.trace?.attempted();
+      return { status: 201, headers: {}, body: '{}' };
+    })(post);
+    expect(seen[0]?.trace?.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    // A POST's caller decides from `dispatched` whether a failure may have created the pet.
+    expect(post.dispatched).toBe(true);
+    expect(memory.spans().map((span) => [span.name, span.attributes['petstore.attempts']])).toEqual([
+      ['POST /v1/pets', 1],
+    ]);
+    await memory.close();
+  });
+
+  it('names a failure by its code, never by its message', async () => {
+    const memory = memoryTracer();
+    const failing = traceUpstream(memory.tracer)(async () => {
+      throw Object.assign(new Error('connect to http://user:secret@store.test failed'), { code: 'ECONNREFUSED' });
+    });
+    await expect(failing(call({ route: 'getPet', url: new URL('http://store.test/v1/pets/42') }))).rejects.toThrow();
+    const [span] = memory.spans();
+    expect(span?.name).toBe('GET /v1/pets/{petId}');
+    expect(span?.status.message).toBe('ECONNREFUSED');
+    expect(JSON.stringify([span?.attributes, span?.events, span?.status])).not.toMatch(/secret|42/);
+    await memory.close();
   });
 });
 
