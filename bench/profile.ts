@@ -5,6 +5,7 @@
  * (default 10), and the profile's samples are summed by who owns the code that was running: Node's
  * own JavaScript (`node:` modules: HTTP, streams, timers), each npm package, the gateway's own
  * code, the garbage collector, V8 itself ("program") and idle. Self time, so the rows add up to 100%.
+ * BENCH_PROFILE_DIR=folder keeps the profiles for Chrome DevTools.
  *
  * This is the evidence for how far a Node gateway on Apollo Server can go: what the gateway's own
  * code costs next to what any server built on these parts pays.
@@ -89,8 +90,11 @@ function summarise(file: string): { owners: Array<[string, number]>; functions: 
   return { owners: shares(owners), functions: shares(functions).slice(0, 12) };
 }
 
+/** BENCH_PROFILE_DIR keeps the .cpuprofile files there (Chrome DevTools opens them); else they are removed. */
+const KEEP = process.env.BENCH_PROFILE_DIR;
+
 async function profileOnce(label: string, storeUrl: string, settings: Record<string, string>) {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-profile-'));
+  const dir = mkdtempSync(join(KEEP ?? tmpdir(), 'petstore-profile-'));
   try {
     const gateway = await startGateway(SERVER_CORE, storeUrl, settings, [
       '--cpu-prof',
@@ -110,7 +114,8 @@ async function profileOnce(label: string, storeUrl: string, settings: Record<str
     if (file === undefined) throw new Error(`no profile was written for ${label}`);
     return { result, shares: summarise(join(dir, file)) };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (KEEP === undefined) rmSync(dir, { recursive: true, force: true });
+    else console.error(`bench:profile: ${label}: ${dir}`);
   }
 }
 
