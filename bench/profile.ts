@@ -91,7 +91,7 @@ function summarise(file: string): { owners: Array<[string, number]>; functions: 
 }
 
 /** BENCH_PROFILE_DIR keeps the .cpuprofile files there (Chrome DevTools opens them); else they are removed. */
-const KEEP = process.env.BENCH_PROFILE_DIR;
+const KEEP = process.env.BENCH_PROFILE_DIR || undefined;
 
 async function profileOnce(label: string, storeUrl: string, settings: Record<string, string>) {
   const dir = mkdtempSync(join(KEEP ?? tmpdir(), 'petstore-profile-'));
