@@ -66,7 +66,10 @@ function owner(node: ProfileNode): string {
 /** A function as the profile names it: name, file and line. */
 function where(node: ProfileNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
-  const file = url.replace(/^.*node_modules\//, '').replace(/^.*\/dist\//, 'dist/');
+  // A package's files by package (`@apollo/server/dist/esm/…`), the gateway's own by `dist/…`.
+  const file = url.includes('/node_modules/')
+    ? url.replace(/^.*node_modules\//, '')
+    : url.replace(/^.*\/dist\//, 'dist/');
   return `${functionName || '(anonymous)'} ${file}:${lineNumber + 1}`;
 }
 
