@@ -12,7 +12,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 
 /** The environment variable naming this test run; inherited by every process a test starts. */
 export const TEST_RUN_ENV = 'PETSTORE_TEST_RUN';
@@ -21,6 +21,15 @@ export const TEST_RUN_ENV = 'PETSTORE_TEST_RUN';
 export function trackedEnv(env: Readonly<Record<string, string>>): Record<string, string> {
   const run = process.env[TEST_RUN_ENV];
   return run === undefined ? { ...env } : { ...env, [TEST_RUN_ENV]: run };
+}
+
+/**
+ * How a test redis-server's folder (its working directory) is named: with the run's marker, since
+ * redis-server overwrites its environment to set its title and the marker there cannot be read back.
+ */
+export function redisFolderPrefix(): string {
+  const run = process.env[TEST_RUN_ENV];
+  return run === undefined ? 'petstore-redis-' : `petstore-redis-${run}-`;
 }
 
 /** A pid that is safe to signal: a positive safe integer. Anything else throws. */
@@ -90,7 +99,10 @@ export interface TrackedProcess {
   readonly command: string;
 }
 
-/** Every live process whose environment carries the marker of test run `run`, except `exclude`. */
+/**
+ * Every live process of test run `run` (its environment carries the marker, or it is a redis-server
+ * working in the run's folder), except `exclude`.
+ */
 export async function findTracked(run: string, exclude: ReadonlySet<number>): Promise<TrackedProcess[]> {
   const marker = `${TEST_RUN_ENV}=${run}`;
   const found: TrackedProcess[] = [];
@@ -100,7 +112,8 @@ export async function findTracked(run: string, exclude: ReadonlySet<number>): Pr
     if (exclude.has(pid)) continue;
     try {
       const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
-      if (!environ.includes(marker) || !(await isAlive(pid))) continue;
+      const ours = environ.includes(marker) || (await readlink(`/proc/${pid}/cwd`)).includes(`/petstore-redis-${run}-`);
+      if (!ours || !(await isAlive(pid))) continue;
       const command = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ').trim();
       found.push({ pid, command });
     } catch {

@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { checkedPid, isAlive, stopProcess } from './processes.js';
+import { checkedPid, isAlive, redisFolderPrefix, stopProcess } from './processes.js';
 
 const run = promisify(execFile);
 
@@ -38,7 +38,7 @@ const START_TIMEOUT_MS = 15_000;
 
 export async function startRedis(): Promise<RedisServer> {
   const port = await freePort();
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-redis-'));
+  const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
   const log = join(dir, 'redis.log');
   let pid: number | undefined;
   /** Resolves once the running server has exited whole (every thread, so its port is free again). */
@@ -46,7 +46,8 @@ export async function startRedis(): Promise<RedisServer> {
 
   async function start(): Promise<void> {
     if (pid !== undefined) throw new Error(`redis-server ${pid} is already running on port ${port}`);
-    // `cwd` is the run's folder too: a stray server is recognisable by it (and by the test-run marker it inherits).
+    // `cwd` is the run's folder too: redis-server overwrites its environment (its process title),
+    // so the test-run marker it inherits cannot be read back; the folder names the run instead.
     const child = spawn(
       'redis-server',
       [

@@ -1,7 +1,8 @@
 /**
  * The run-wide guard of test/global-setup.ts: a test run that leaves a process alive must fail,
- * and the process must be gone afterwards. Runs vitest on a fixture whose only test leaks a
- * detached `sleep` (no longer our child, so only the marker in its environment finds it).
+ * and the process must be gone afterwards. Runs vitest on a fixture that leaks a detached `sleep`
+ * (no longer our child, so only the marker in its environment finds it) and a redis-server (whose
+ * environment redis overwrites, so only its run's folder finds it).
  */
 
 import { execFile } from 'node:child_process';
@@ -14,7 +15,7 @@ import { isAlive, TEST_RUN_ENV } from '../helpers/processes.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-it('fails a run that leaves a process alive, and kills it', async () => {
+it('fails a run that leaves processes alive, a redis-server included, and kills them', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'petstore-stray-'));
   const pidFile = join(dir, 'pid');
   try {
@@ -30,10 +31,13 @@ it('fails a run that leaves a process alive, and kills it', async () => {
       );
     });
     const leaked = Number(await readFile(pidFile, 'utf8'));
+    const leakedRedis = Number(await readFile(`${pidFile}.redis`, 'utf8'));
     expect(result.code).toBe(1);
-    expect(result.output).toContain('tests left 1 process(es) running (now killed)');
+    expect(result.output).toContain('tests left 2 process(es) running (now killed)');
     expect(result.output).toContain('sleep 120');
+    expect(result.output).toContain(`${leakedRedis} redis-server`);
     expect(await isAlive(leaked)).toBe(false);
+    expect(await isAlive(leakedRedis)).toBe(false);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
