@@ -13,6 +13,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, readlink } from 'node:fs/promises';
+import { createServer } from 'node:net';
 
 /** The environment variable naming this test run; inherited by every process a test starts. */
 export const TEST_RUN_ENV = 'PETSTORE_TEST_RUN';
@@ -226,4 +227,16 @@ export async function waitGone(pids: readonly number[], ms: number): Promise<voi
     if (Date.now() > deadline) throw new Error(`processes still running: ${alive.join(', ')}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** A TCP port on loopback that nothing listens on (free at the moment of asking). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
 }

@@ -11,11 +11,10 @@
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { checkedPid, isAlive, redisFolderPrefix, stopProcess } from './processes.js';
+import { checkedPid, freePort, isAlive, redisFolderPrefix, stopProcess } from './processes.js';
 
 const run = promisify(execFile);
 
@@ -137,15 +136,4 @@ async function lastLine(file: string): Promise<string> {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }

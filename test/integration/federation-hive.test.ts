@@ -12,7 +12,6 @@
  */
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +30,7 @@ import {
 } from '../../examples/federation/supergraph.js';
 import { demoCatalogue } from '../../src/petstore/seed.js';
 import { gql } from '../helpers/gql.js';
+import { freePort } from '../helpers/processes.js';
 import { type RecordingProxy, startRecordingProxy } from '../helpers/recording-proxy.js';
 import { type Stack, startStack, TEST_KEY } from '../helpers/start-stack.js';
 
@@ -267,17 +267,6 @@ async function startOnFreePort(supergraphFile: string): Promise<HiveRouterHandle
       if (!(error instanceof PortInUseError) || attempt === 3) throw error;
     }
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** Signal 0 probes a pid without signalling it; ESRCH means the process is gone. */

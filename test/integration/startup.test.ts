@@ -26,6 +26,7 @@ import {
   checkedPid,
   descendants,
   type Exit,
+  freePort,
   killTree,
   type Started,
   startUntil,
@@ -86,18 +87,6 @@ function expectOneLineFailure(run: Finished, names: RegExp): void {
   expect(run.stderr).toMatch(names);
   expect(run.stderr).toMatch(/^gateway: /);
   expect(`${run.stdout}${run.stderr}`).not.toMatch(/\n\s+at |Error:/);
-}
-
-/** A TCP port on loopback that nothing listens on (free at the moment of asking). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 describe('start-up errors of src/main.ts', () => {
