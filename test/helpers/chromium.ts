@@ -25,9 +25,16 @@ export interface Chromium {
   close(): Promise<void>;
 }
 
-/** No background traffic of the browser's own, and no name resolves except loopback. */
+/**
+ * No background traffic of the browser's own, and no name resolves except loopback. No startup
+ * window, as Playwright's own launcher does: with Chromium 156 the new-tab page it would open raced
+ * connectOverCDP, which waits for every open page to initialise, and the connect hung until its
+ * timeout in about one start in five (Node 20 and 24 alike). Tests open their pages in a context of
+ * their own.
+ */
 const FLAGS = [
   '--headless',
+  '--no-startup-window',
   '--no-sandbox',
   '--disable-gpu',
   '--disable-quic',
