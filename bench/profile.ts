@@ -11,7 +11,7 @@
  * code costs next to what any server built on these parts pays.
  */
 
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseTool, load } from './lib/load.js';
@@ -97,6 +97,7 @@ function summarise(file: string): { owners: Array<[string, number]>; functions: 
 const KEEP = process.env.BENCH_PROFILE_DIR || undefined;
 
 async function profileOnce(label: string, storeUrl: string, settings: Record<string, string>) {
+  if (KEEP !== undefined) mkdirSync(KEEP, { recursive: true });
   const dir = mkdtempSync(join(KEEP ?? tmpdir(), 'petstore-profile-'));
   try {
     const gateway = await startGateway(SERVER_CORE, storeUrl, settings, [

@@ -5,13 +5,14 @@
  *   store            the reference Pet Store with the demo catalogue and key `k` (limits no run reaches);
  *                    answers `{ type: 'count' }` with the requests it has served and how many were not 200
  *   floor STORE      the Node floor (bench/lib/floor.ts) in front of STORE
+ *   apollo STORE     the Apollo floor (bench/lib/floor.ts) in front of STORE
  *
  * Each sends `{ type: 'ready', url }` once listening and stops on SIGTERM or when the parent goes away.
  */
 
 import { demoCatalogue } from '../src/petstore/seed.js';
 import { startPetstore } from '../src/petstore/start.js';
-import { startFloor } from './lib/floor.js';
+import { startApolloFloor, startFloor } from './lib/floor.js';
 
 const BENCH_KEY = 'k';
 
@@ -34,12 +35,12 @@ if (mode === 'store') {
   });
   close = store.close;
   send({ type: 'ready', url: store.url });
-} else if (mode === 'floor' && upstream !== undefined) {
-  const floor = await startFloor(upstream, BENCH_KEY);
+} else if ((mode === 'floor' || mode === 'apollo') && upstream !== undefined) {
+  const floor = await (mode === 'floor' ? startFloor : startApolloFloor)(upstream, BENCH_KEY);
   close = floor.close;
   send({ type: 'ready', url: floor.url });
 } else {
-  console.error('usage: throughput-child.ts store | floor <store base URL>');
+  console.error('usage: throughput-child.ts store | floor <store base URL> | apollo <store base URL>');
   process.exit(2);
 }
 

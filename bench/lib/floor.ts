@@ -1,48 +1,133 @@
 /**
- * The Node floor of `npm run bench:throughput`: the least a Node process can do to answer the
+ * The floors of `npm run bench:throughput`.
+ *
+ * The Node floor: the least a Node process can do to answer the
  * one-call request through the store. node:http takes the POST and parses its JSON body; undici's
  * keep-alive Pool (as the gateway's) asks the store for the page of 20; the answer is parsed and
  * written back as `{ data: { pets: { nodes } } }`. No GraphQL, no limits, no checks: not a gateway,
  * but the cost every Node gateway pays per request before it does anything of its own, measured
  * the same way as the rest, so the report can say how much of the gap to Tailcall is Node's.
+ *
+ * The Apollo floor: the least Apollo Server can do for the same request. The same node:http edge and
+ * undici pool, with Apollo Server 5 and graphql-js between them: a three-type schema, one resolver
+ * that makes the call, `executeHTTPGraphQLRequest`, the same plugins disabled as the gateway's
+ * (cache control, inline trace). No budget, no limits, no checks, no metrics, no logging. Whatever
+ * the gateway spends above this row is its own; what this row spends above the Node floor is
+ * Apollo Server's and graphql-js's, which issue 15 keeps as the server.
  */
 
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ApolloServer, HeaderMap } from '@apollo/server';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { Pool } from 'undici';
 
-export async function startFloor(storeUrl: string, key: string): Promise<{ url: string; close(): Promise<void> }> {
-  const base = new URL(storeUrl);
-  const pool = new Pool(base.origin, { connections: 64 });
-  const path = `${base.pathname.replace(/\/$/, '')}/pets?limit=20`;
-  const server = createServer((req, res) => {
+interface Floor {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+type StorePet = { id: number; name: string; status: string };
+
+/** Collects a request body, then hands it over; the same work for both floors. */
+function onBody(handler: (body: string, req: IncomingMessage, res: ServerResponse) => Promise<void>) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', async () => {
-      try {
-        JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        const answer = await pool.request({
-          path,
-          method: 'GET',
-          headers: { authorization: `Bearer ${key}`, accept: 'application/json' },
-        });
-        const pets = (await answer.body.json()) as { id: number; name: string; status: string }[];
-        const nodes = pets.map((pet) => ({ id: String(pet.id), name: pet.name, status: pet.status.toUpperCase() }));
-        const body = JSON.stringify({ data: { pets: { nodes } } });
-        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-        res.end(body);
-      } catch {
-        res.writeHead(500).end();
-      }
+    req.on('end', () => {
+      handler(Buffer.concat(chunks).toString('utf8'), req, res).catch(() => {
+        if (!res.headersSent) res.writeHead(500);
+        res.end();
+      });
     });
-  });
+  };
+}
+
+async function listen(server: Server, pool: Pool, stop: () => Promise<void> = async () => {}): Promise<Floor> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      await stop();
       await pool.close();
     },
   };
+}
+
+function storePage(storeUrl: string, key: string): { pool: Pool; page(limit: number): Promise<StorePet[]> } {
+  const base = new URL(storeUrl);
+  const pool = new Pool(base.origin, { connections: 64 });
+  const path = `${base.pathname.replace(/\/$/, '')}/pets?limit=`;
+  const headers = { authorization: `Bearer ${key}`, accept: 'application/json' };
+  return {
+    pool,
+    async page(limit) {
+      const answer = await pool.request({ path: `${path}${limit}`, method: 'GET', headers });
+      return (await answer.body.json()) as StorePet[];
+    },
+  };
+}
+
+export async function startFloor(storeUrl: string, key: string): Promise<Floor> {
+  const store = storePage(storeUrl, key);
+  const server = createServer(
+    onBody(async (body, _req, res) => {
+      JSON.parse(body);
+      const pets = await store.page(20);
+      const nodes = pets.map((pet) => ({ id: String(pet.id), name: pet.name, status: pet.status.toUpperCase() }));
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ data: { pets: { nodes } } }));
+    }),
+  );
+  return listen(server, store.pool);
+}
+
+const FLOOR_SCHEMA = `#graphql
+  enum PetStatus { AVAILABLE PENDING SOLD }
+  type Pet { id: ID! name: String! status: PetStatus! }
+  type PetConnection { nodes: [Pet!]! }
+  type Query { pets(first: Int = 20): PetConnection! }
+`;
+
+export async function startApolloFloor(storeUrl: string, key: string): Promise<Floor> {
+  const store = storePage(storeUrl, key);
+  const apollo = new ApolloServer({
+    typeDefs: FLOOR_SCHEMA,
+    resolvers: {
+      Query: {
+        pets: async (_: unknown, args: { first: number }) => ({
+          nodes: (await store.page(args.first)).map((pet) => ({ ...pet, status: pet.status.toUpperCase() })),
+        }),
+      },
+    },
+    plugins: [
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      ApolloServerPluginLandingPageDisabled(),
+    ],
+  });
+  await apollo.start();
+  const server = createServer(
+    onBody(async (body, req, res) => {
+      const headers = new HeaderMap();
+      for (const [name, value] of Object.entries(req.headers)) {
+        if (typeof value === 'string') headers.set(name, value);
+      }
+      const answer = await apollo.executeHTTPGraphQLRequest({
+        httpGraphQLRequest: { method: req.method ?? 'POST', headers, search: '', body: JSON.parse(body) },
+        context: async () => ({}),
+      });
+      for (const [name, value] of answer.headers) res.setHeader(name, value);
+      res.statusCode = answer.status ?? 200;
+      if (answer.body.kind !== 'complete') throw new Error('incremental delivery is not part of the floor');
+      res.end(answer.body.string);
+    }),
+  );
+  return listen(server, store.pool, () => apollo.stop());
 }

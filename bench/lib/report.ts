@@ -18,6 +18,7 @@ export const ROW = {
   gateway: 'this gateway, coalescing on (default)',
   gatewayOff: 'this gateway, `PETSTORE_COALESCE=false`',
   floor: 'Node floor: node:http + undici + JSON, no GraphQL (not a gateway)',
+  apolloFloor: 'Apollo floor: the Node floor with Apollo Server 5 and graphql-js, one resolver (not a gateway)',
   mesh: 'Mesh v1 + Hive Gateway 2.15.1',
 } as const;
 
@@ -160,6 +161,11 @@ function ratioLines(report: Report): string[] {
   if (find(report.oneCall, ROW.floor) !== undefined) {
     lines.push(
       `- the Node floor (no GraphQL at all) as a share of Tailcall without dedupe: ${share(report.oneCall, ROW.floor, ROW.tailcall)}; this gateway without sharing as a share of the floor: ${share(report.oneCall, ROW.gatewayOff, ROW.floor)}`,
+    );
+  }
+  if (find(report.oneCall, ROW.apolloFloor) !== undefined) {
+    lines.push(
+      `- the Apollo floor (Apollo Server and graphql-js, nothing of the gateway's) as a share of Tailcall without dedupe: ${share(report.oneCall, ROW.apolloFloor, ROW.tailcall)}, of the Node floor: ${share(report.oneCall, ROW.apolloFloor, ROW.floor)}; this gateway without sharing as a share of the Apollo floor: ${share(report.oneCall, ROW.gatewayOff, ROW.apolloFloor)}`,
     );
   }
   for (const name of [ROW.gateway, ROW.gatewayOff]) {

@@ -84,9 +84,12 @@ export async function startGateway(
   return { child, url, pid: child.pid as number };
 }
 
-/** The Node floor (bench/lib/floor.ts) in front of `storeUrl`. */
-export const startFloorServer = (core: string, storeUrl: string): Promise<Served> =>
-  startChild(core, ['floor', storeUrl]);
+/** The Node floor or the Apollo floor (bench/lib/floor.ts) in front of `storeUrl`. */
+export const startFloorServer = (
+  core: string,
+  storeUrl: string,
+  which: 'floor' | 'apollo' = 'floor',
+): Promise<Served> => startChild(core, [which, storeUrl]);
 
 export interface StoreCounts {
   /** Requests the store has answered since it started. */
