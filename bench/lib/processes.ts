@@ -43,19 +43,20 @@ export function signalAll(): void {
 
 /** Stops every child and waits for each to exit; one that ignores SIGTERM for 5 s gets SIGKILL. */
 export async function stopAll(): Promise<void> {
-  await Promise.all(
-    children.filter(isRunning).map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
-          child.once('exit', () => {
-            clearTimeout(force);
-            resolve();
-          });
-          child.kill('SIGTERM');
-        }),
-    ),
-  );
+  await Promise.all(children.filter(isRunning).map(stop));
+}
+
+/** Stops one child and waits for it to exit; SIGKILL if it ignores SIGTERM for 5 s. */
+export function stop(child: ChildProcess): Promise<void> {
+  if (!isRunning(child)) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    child.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
 }
 
 /** Appends the child's stdout and stderr to `file`, shown only if the server never answers. */
