@@ -85,7 +85,8 @@ async function runOnce(node: string, bin: string): Promise<RunResult> {
   if (busy.pid !== undefined) await stopProcess(busy.pid, 'SIGKILL');
   // biome-ignore lint/suspicious/noControlCharactersInRegex: vitest colours its summary
   const plain = output.replace(/\u001b\[[0-9;]*m/g, '');
-  const summary = /^\s*Tests\s+(.*)$/m.exec(plain)?.[1]?.trim() ?? '(no summary line)';
+  // Its parts are separated by "|", which would split the table's cell.
+  const summary = /^\s*Tests\s+(.*)$/m.exec(plain)?.[1]?.trim().replaceAll(' | ', ', ') ?? '(no summary line)';
   if (exit !== 0) {
     // The whole output of a failed run, for reading; the table keeps one line per run.
     const log = join(tmpdir(), `petstore-stress-${run}.log`);
