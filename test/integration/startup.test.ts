@@ -239,14 +239,14 @@ function delay(ms: number): Promise<void> {
 }
 
 describe('npm start', () => {
-  let folder: string | undefined;
+  /** Scratch folders of this test (one test starts npm twice); removed after each. */
+  const folders: string[] = [];
   let started: Started | undefined;
 
   afterEach(async () => {
     if (started !== undefined) await killTree(started.pid);
     started = undefined;
-    if (folder !== undefined) await rm(folder, { recursive: true, force: true });
-    folder = undefined;
+    for (const folder of folders.splice(0)) await rm(folder, { recursive: true, force: true });
   });
 
   /** npm running package.json's start script in a scratch folder, its dist/main.js a stand-in. */
@@ -254,7 +254,8 @@ describe('npm start', () => {
     const project = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     };
-    folder = await mkdtemp(join(tmpdir(), 'petstore-npm-start-'));
+    const folder = await mkdtemp(join(tmpdir(), 'petstore-npm-start-'));
+    folders.push(folder);
     await mkdir(join(folder, 'dist'));
     await writeFile(
       join(folder, 'package.json'),

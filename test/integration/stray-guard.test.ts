@@ -39,6 +39,8 @@ it('fails a run that leaves processes alive, a redis-server included, and kills 
     expect(await isAlive(leaked)).toBe(false);
     expect(await isAlive(leakedRedis)).toBe(false);
   } finally {
+    const redisDir = await readFile(`${pidFile}.redis-dir`, 'utf8').catch(() => undefined);
+    if (redisDir?.includes('petstore-redis-')) await rm(redisDir, { recursive: true, force: true });
     await rm(dir, { recursive: true, force: true });
   }
 }, 90_000);
