@@ -28,8 +28,7 @@ export function trackedEnv(env: Readonly<Record<string, string>>): Record<string
  * How a test redis-server's folder (its working directory) is named: with the run's marker, since
  * redis-server overwrites its environment to set its title and the marker there cannot be read back.
  */
-export function redisFolderPrefix(): string {
-  const run = process.env[TEST_RUN_ENV];
+export function redisFolderPrefix(run: string | undefined = process.env[TEST_RUN_ENV]): string {
   return run === undefined ? 'petstore-redis-' : `petstore-redis-${run}-`;
 }
 
@@ -113,7 +112,8 @@ export async function findTracked(run: string, exclude: ReadonlySet<number>): Pr
     if (exclude.has(pid)) continue;
     try {
       const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
-      const ours = environ.includes(marker) || (await readlink(`/proc/${pid}/cwd`)).includes(`/petstore-redis-${run}-`);
+      const ours =
+        environ.includes(marker) || (await readlink(`/proc/${pid}/cwd`)).includes(`/${redisFolderPrefix(run)}`);
       if (!ours || !(await isAlive(pid))) continue;
       const command = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ').trim();
       found.push({ pid, command });

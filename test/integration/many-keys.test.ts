@@ -8,8 +8,8 @@
  * "Where it started" is after a warm-up of 5,000 keys of the same kind: V8 grows its heap under
  * any load until its collector settles (about 140–150 MB here, keys or no keys), and the bounded
  * memories (refused keys, key digests) fill up. With 4,000 the 20,000 keys then added 21 MB on a
- * 2-core machine with one core busy (10,000 gave 9 MB, and took 25 s longer). What is measured is what 20,000 more keys add:
- * before per-key state was bounded, about 7 KB each (140 MB).
+ * 2-core machine with one core busy (10,000 gave 9 MB, and took 25 s longer). What is measured is
+ * what 20,000 more keys add: before per-key state was bounded, about 7 KB each (140 MB).
  */
 
 import { randomBytes } from 'node:crypto';
