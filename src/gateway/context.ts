@@ -10,6 +10,7 @@ import { missingCredential } from './errors.js';
 import type { CursorCodec, Cursors } from './ids.js';
 import { createPetLookups, type LookupStats, type PetLoader, type PetLoaderOptions } from './loaders/pet-loader.js';
 import type { Logger } from './logger.js';
+import type { CancelSignal } from './rest/cancel.js';
 import type { RestClient } from './rest/client.js';
 import { keyIdOf } from './rest/key-id.js';
 import type { BudgetView } from './rest/limiter.js';
@@ -76,7 +77,7 @@ export interface RequestInfo {
   readonly query?: string | undefined;
   readonly requestId?: string | undefined;
   /** Aborted when the client has gone. */
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: CancelSignal | undefined;
   /** The remote address, who the client is when no CLIENT_ID_HEADER names it. */
   readonly remoteAddress?: string | undefined;
   /** The request's span, when tracing is on: the operation's upstream requests become its children. */

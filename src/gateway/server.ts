@@ -33,6 +33,7 @@ import { resolvers } from './resolvers/index.js';
 import { memoryAnswers, redisAnswers } from './rest/answers.js';
 import { MemoryBudgetStore } from './rest/budget.js';
 import { RedisBudgetStore } from './rest/budget-redis.js';
+import type { CancelSignal } from './rest/cancel.js';
 import { createRestClient } from './rest/client.js';
 import { type BudgetView, createLimiter } from './rest/limiter.js';
 import { rejectedKeys } from './rest/rejected-keys.js';
@@ -269,7 +270,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       req: IncomingMessage,
       query: string | undefined,
       requestId: string,
-      signal: AbortSignal,
+      signal: CancelSignal,
       trace: OperationTrace | undefined,
     ) =>
       createContext(deps, {

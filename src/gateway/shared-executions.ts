@@ -16,6 +16,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HTTPGraphQLResponse } from '@apollo/server';
 import { type DocumentNode, Kind, OperationTypeNode, parse } from 'graphql';
+import { Cancellation, type CancelSignal } from './rest/cancel.js';
 import type { OperationTrace } from './tracing.js';
 
 export interface SharedExecutions {
@@ -27,14 +28,14 @@ export interface SharedExecutions {
   /**
    * The answer for a request named `key`: the execution in flight under that name, or a new one
    * run by `execute` with a signal aborted once every client waiting for it has gone. `whenGone`
-   * registers what to do when this request's own client goes (a listener, not a signal: most
-   * requests never need one, and an AbortSignal is a measurable cost per request). With tracing
+   * registers what to do when this request's own client goes (a listener: most requests never
+   * need one). With tracing
    * on, `trace` is this request's span: one that joins an execution is told whose it joined.
    */
   answer(
     key: SharingKey,
     whenGone: (leave: (reason: unknown) => void) => void,
-    execute: (signal: AbortSignal) => Promise<HTTPGraphQLResponse>,
+    execute: (signal: CancelSignal) => Promise<HTTPGraphQLResponse>,
     trace?: OperationTrace,
   ): Promise<HTTPGraphQLResponse>;
   /** Ends sharing of the key's executions in flight (by key digest): a write for it was sent. */
@@ -60,7 +61,7 @@ const MAX_DOCUMENTS = 1_000;
 
 interface Execution {
   readonly keyId: string;
-  readonly controller: AbortController;
+  readonly controller: Cancellation;
   readonly response: Promise<HTTPGraphQLResponse>;
   /** Requests still waiting for it; at 0 it is cancelled. */
   waiting: number;
@@ -133,18 +134,18 @@ export function createSharedExecutions(options: SharedExecutionsOptions): Shared
 
     answer(key, whenGone, execute, trace) {
       const running = inFlight.get(key.name);
-      if (running !== undefined && !running.controller.signal.aborted) {
+      if (running !== undefined && !running.controller.aborted) {
         options.onShared?.();
         if (trace !== undefined && running.trace !== undefined) trace.join(running.trace);
         running.joined ??= running.response.then(asJoined);
         return wait(running, whenGone, running.joined);
       }
-      const controller = new AbortController();
+      const controller = new Cancellation();
       const execution: Execution = {
         keyId: key.keyId,
         controller,
         waiting: 0,
-        response: execute(controller.signal),
+        response: execute(controller),
         trace,
       };
       inFlight.set(key.name, execution);

@@ -450,3 +450,30 @@ describe('createRestClient maxBodyBytes', () => {
     }
   });
 });
+
+describe('createRestClient bodies', () => {
+  it('reads a body sent in pieces that split a character, and one that starts with a byte order mark', async () => {
+    const body = Buffer.from('[{"id":1,"name":"Zoë","categoryId":1,"status":"available"}]');
+    const split = body.indexOf(Buffer.from('ë')) + 1; // between the two bytes of ë
+    const upstream = await startUpstream((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      if (req.url?.includes('status=sold')) return void res.end(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body]));
+      res.write(body.subarray(0, split));
+      setTimeout(() => res.end(body.subarray(split)), 20);
+    });
+    const client = createRestClient({
+      baseUrl: `${upstream.origin}/v1`,
+      timeoutMs: 5_000,
+      logger: createLogger('silent'),
+    });
+    try {
+      for (const url of [client.petsUrl({ limit: 1 }), client.petsUrl({ limit: 1, status: 'sold' })]) {
+        const page = await client.listPets(UPSTREAM_KEY, url);
+        expect(page.pets.map((pet) => pet.name)).toEqual(['Zoë']);
+      }
+    } finally {
+      await client.close();
+      await upstream.close();
+    }
+  });
+});

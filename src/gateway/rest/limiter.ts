@@ -14,6 +14,7 @@
 import type { RateWindow } from '../../config.js';
 import { rateLimited, upstreamUnavailable } from '../errors.js';
 import type { BudgetStore, Quota } from './budget.js';
+import type { CancelSignal } from './cancel.js';
 import type { Stage, UpstreamCall } from './pipeline.js';
 import { readRateHeaders, readRetryAfter } from './rate-headers.js';
 import type { UpstreamResponse } from './response.js';
@@ -324,7 +325,7 @@ function forgetPastPauses(pauses: Map<string, number>, now: number): void {
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+function sleep(ms: number, signal: CancelSignal | undefined): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
     const onAbort = () => {

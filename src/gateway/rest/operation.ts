@@ -8,6 +8,7 @@ import { setMaxListeners } from 'node:events';
 import type { Span } from '@opentelemetry/api';
 import { budgetExceeded } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { CancelSignal } from './cancel.js';
 import type { Stage } from './pipeline.js';
 
 export interface Operation {
@@ -15,7 +16,7 @@ export interface Operation {
   readonly requestId: string | undefined;
   readonly logger: Logger;
   /** Aborted when the client has gone: what it still has queued is dropped, GETs in flight cancelled. */
-  readonly signal: AbortSignal | undefined;
+  readonly signal: CancelSignal | undefined;
   /** Who the client is, for the fair share of a key shared by several clients. */
   readonly clientId: string;
   /** How long the operation may wait for budget or a connection (PETSTORE_MAX_WAIT). */
@@ -39,7 +40,7 @@ export interface Operation {
 export interface OperationOptions {
   readonly requestId?: string | undefined;
   readonly logger: Logger;
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: CancelSignal | undefined;
   readonly clientId?: string | undefined;
   readonly maxWaitMs: number;
   readonly timeoutMs: number;
@@ -52,8 +53,8 @@ export function createOperation(options: OperationOptions): Operation {
   const now = options.now ?? Date.now();
   // Each upstream call of the operation listens to its signal while it waits or is in flight (and
   // stops when it settles): an operation with a dozen calls at once is normal, not a leak, and
-  // Node's warning past 10 listeners would only fill the log.
-  if (options.signal !== undefined) setMaxListeners(0, options.signal);
+  // Node's warning past 10 listeners of an AbortSignal would only fill the log.
+  if (options.signal instanceof AbortSignal) setMaxListeners(0, options.signal);
   return {
     requestId: options.requestId,
     logger: options.logger,

@@ -8,6 +8,7 @@
  * Each stage sees one upstream call and may pass it on, answer it itself, or fail it.
  */
 
+import type { CancelSignal } from './cancel.js';
 import type { Operation } from './operation.js';
 import type { UpstreamResponse } from './response.js';
 
@@ -26,7 +27,7 @@ export interface UpstreamCall {
    * Aborted when nobody waits for the answer any more: the operation's client left (or, for a GET
    * shared by several operations, all of them did).
    */
-  readonly signal: AbortSignal | undefined;
+  readonly signal: CancelSignal | undefined;
   /**
    * When the first attempt of this request was sent: a resend after a reset shares its deadline, so
    * one PETSTORE_TIMEOUT covers both (time spent waiting for budget before either does not count).

@@ -10,6 +10,7 @@
 
 import { GraphQLError } from 'graphql';
 import { type AnswerStore, memoryAnswers, type StoredAnswer } from './answers.js';
+import { Cancellation, type CancelSignal } from './cancel.js';
 import { isWrite, type Stage, type UpstreamCall } from './pipeline.js';
 import type { UpstreamResponse } from './response.js';
 
@@ -39,7 +40,7 @@ export interface SharingOptions {
 
 interface Shared {
   readonly response: Promise<UpstreamResponse>;
-  readonly controller: AbortController;
+  readonly controller: Cancellation;
   /** Operations still waiting for it; at 0 the request is cancelled. */
   waiting: number;
 }
@@ -79,7 +80,7 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
   async function fetch(
     next: (call: UpstreamCall) => Promise<UpstreamResponse>,
     call: UpstreamCall,
-    signal: AbortSignal,
+    signal: CancelSignal,
     stored: StoredAnswer | undefined,
     generation: number,
   ): Promise<UpstreamResponse> {
@@ -130,11 +131,11 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
       call.operation.span?.addEvent('joined in-flight request', { 'petstore.route': call.route });
       return wait(joined, call);
     }
-    const controller = new AbortController();
+    const controller = new Cancellation();
     const shared: Shared = {
       controller,
       waiting: 0,
-      response: fetch(next, call, controller.signal, stored, generation),
+      response: fetch(next, call, controller, stored, generation),
     };
     inFlight.set(id, shared);
     const settle = () => {

@@ -8,6 +8,7 @@
  */
 
 import { rateLimited } from '../errors.js';
+import type { CancelSignal } from './cancel.js';
 
 export interface SlotsOptions {
   /** Slots in all (the size of the upstream connection pool). */
@@ -24,7 +25,7 @@ export interface Slots {
    * Resolves with a release function once a slot is free for this key and client; rejects with
    * RATE_LIMITED at `until` or when the client's queue is full, and with the signal's reason on abort.
    */
-  acquire(keyId: string, clientId: string, until: number, signal?: AbortSignal): Promise<() => void>;
+  acquire(keyId: string, clientId: string, until: number, signal?: CancelSignal): Promise<() => void>;
   /** Keys with slots taken or requests waiting (an idle key is forgotten at once). */
   readonly keys: number;
   /** Requests waiting, over all keys. */

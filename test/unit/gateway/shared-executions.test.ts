@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { HeaderMap, type HTTPGraphQLResponse } from '@apollo/server';
 import { describe, expect, it } from 'vitest';
+import type { CancelSignal } from '../../../src/gateway/rest/cancel.js';
 import { createSharedExecutions } from '../../../src/gateway/shared-executions.js';
 
 const executions = createSharedExecutions({
@@ -94,8 +95,8 @@ describe('answer', () => {
   it('does not join an execution every client of which has gone, nor one a write of the key ended', async () => {
     const key = keyOf({ query: '{ gone }' });
     if (key === undefined) throw new Error('not shareable');
-    const signals: AbortSignal[] = [];
-    const execute = (signal: AbortSignal) => {
+    const signals: CancelSignal[] = [];
+    const execute = (signal: CancelSignal) => {
       signals.push(signal);
       return new Promise<HTTPGraphQLResponse>(() => {});
     };

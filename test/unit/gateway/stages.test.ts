@@ -6,6 +6,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/gateway/logger.js';
+import type { CancelSignal } from '../../../src/gateway/rest/cancel.js';
 import { createOperation, operationBudget } from '../../../src/gateway/rest/operation.js';
 import { pipeline, type Send, type UpstreamCall } from '../../../src/gateway/rest/pipeline.js';
 import { readRateHeaders, readRetryAfter } from '../../../src/gateway/rest/rate-headers.js';
@@ -130,7 +131,7 @@ describe('sharing', () => {
   });
 
   it('cancels a shared GET only when every operation waiting for it has gone', async () => {
-    let upstream: AbortSignal | undefined;
+    let upstream: CancelSignal | undefined;
     const send = createResponseSharing({ ttlMs: 0 }).stage(async (c) => {
       upstream = c.signal;
       return new Promise<UpstreamResponse>((resolve) => setTimeout(() => resolve(OK), 50));
