@@ -39,6 +39,7 @@ export async function fetchPetConnection(
   }
 
   const edges: PetEdgeModel[] = [];
+  // Pages read, by pageKey: named only once a link is to be followed, as most fields read one page.
   const read = new Set<string>();
   /** The age of the oldest page served stale, if any was. */
   let oldest: number | undefined;
@@ -48,7 +49,6 @@ export async function fetchPetConnection(
   };
   for (;;) {
     page = sized(page, offset + args.first - edges.length);
-    read.add(pageKey(page));
     // context.client primes the request's pet loader with every page it lists.
     const { pets, next, staleMs } = await client.listPets(context.key, page);
     oldest = staleMs === undefined ? oldest : Math.max(oldest ?? 0, staleMs);
@@ -69,6 +69,7 @@ export async function fetchPetConnection(
       return done({ edges, hasNextPage: restOfPage || next !== undefined });
     }
     // An upstream that pages in circles, or links on from a page with nothing left to give.
+    read.add(pageKey(page));
     const looped = read.has(pageKey(next));
     if (looped || taken.length === 0) {
       if (edges.length === 0) {

@@ -205,10 +205,9 @@ export function createRestClient(options: RestClientOptions): RestClient {
       baseUrl,
 
       petsUrl({ limit, status }) {
-        const url = new URL('pets', baseUrl);
-        url.searchParams.set('limit', String(limit));
-        if (status !== undefined) url.searchParams.set('status', status);
-        return url;
+        // Written out and parsed once: each `searchParams.set` would serialise the URL again.
+        const query = status === undefined ? '' : `&status=${encodeURIComponent(status)}`;
+        return new URL(`pets?limit=${limit}${query}`, baseUrl);
       },
 
       async listPets(key, url) {

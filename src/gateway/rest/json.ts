@@ -26,9 +26,10 @@ export function parseJson(text: string): unknown {
 
 /** An int64 id from a JSON number (or a decimal string, which some APIs send), as a decimal string. */
 export function toId(value: unknown): string | undefined {
+  // A safe integer is an int64 already, and its digits are exact: the common case, kept cheap.
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? String(value) : undefined;
   let digits: string | undefined;
-  if (typeof value === 'number') digits = Number.isSafeInteger(value) ? String(value) : undefined;
-  else if (isLosslessNumber(value)) digits = value.value;
+  if (isLosslessNumber(value)) digits = value.value;
   else if (typeof value === 'string') digits = value;
   const id = digits === undefined ? undefined : parseInt64(digits);
   return id === undefined ? undefined : String(id);
