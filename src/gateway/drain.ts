@@ -43,16 +43,12 @@ export function createDrain(server: Server): Drain {
       answering.add(response);
       lastStarted = Date.now();
       if (draining) response.setHeader('Connection', 'close');
-      let done = false;
-      const finish = () => {
-        if (done) return;
-        done = true;
+      // A response emits 'close' once, after 'finish' or when its connection goes first.
+      response.once('close', () => {
         inFlight--;
         answering.delete(response);
         if (inFlight === 0) settled?.();
-      };
-      response.once('finish', finish);
-      response.once('close', finish);
+      });
     },
     async drain(graceMs) {
       if (draining) return;

@@ -175,6 +175,10 @@ function queryOperation(query: string, name: string): boolean {
   return chosen.length === 1 && chosen[0]?.operation === OperationTypeNode.QUERY;
 }
 
+const SENT_KEY = '"actualUpstreamRequests":';
+/** After the count: the ends of `cost`, of `extensions` and of the answer (none is stale). */
+const EXTENSIONS_TAIL = /^[0-9]+(\}\}\}\n?)$/;
+
 /**
  * The answer as a request that joined the execution gets it: the same, except that it sent nothing
  * upstream. A body that is not a JSON object with `extensions.cost` is passed on as it is.
@@ -182,7 +186,15 @@ function queryOperation(query: string, name: string): boolean {
 function asJoined(response: HTTPGraphQLResponse): HTTPGraphQLResponse {
   if (response.body.kind !== 'complete') throw new Error('a chunked answer is never shared');
   const text = response.body.string;
-  if (!text.includes('"actualUpstreamRequests"')) return response;
+  const at = text.lastIndexOf(SENT_KEY);
+  if (at < 0) return response;
+  // Apollo Server writes `extensions` last, and the cost last in it (plugins/budget-extensions.ts):
+  // an answer that ends so has its count rewritten in place, without parsing the whole answer
+  // again. A quote inside a string is escaped, so the key's text can only be a key.
+  const tail = EXTENSIONS_TAIL.exec(text.slice(at + SENT_KEY.length));
+  if (tail !== null) {
+    return { ...response, body: { kind: 'complete', string: `${text.slice(0, at)}${SENT_KEY}0${tail[1]}` } };
+  }
   let value: { extensions?: { cost?: { actualUpstreamRequests?: unknown } } };
   try {
     value = JSON.parse(text);

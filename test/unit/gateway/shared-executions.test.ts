@@ -92,6 +92,35 @@ describe('answer', () => {
     expect(runs).toBe(2);
   });
 
+  it.each([
+    ['as Apollo Server writes it', '{"data":{"a":1},"extensions":{"cost":{"actualUpstreamRequests":12}}}\n'],
+    [
+      'with an alias of the same name in the data',
+      '{"data":{"actualUpstreamRequests":7},"extensions":{"cost":{"actualUpstreamRequests":12}}}\n',
+    ],
+    [
+      'with a stale note after the cost',
+      '{"data":{"a":1},"extensions":{"cost":{"actualUpstreamRequests":12},"stale":[{"path":["a"],"ageSeconds":1}]}}\n',
+    ],
+    ['in another order', '{"extensions":{"cost":{"actualUpstreamRequests":12}},"data":{"actualUpstreamRequests":7}}'],
+  ])(
+    'tells a request that joined an answer %s that it sent nothing, and changes nothing else',
+    async (_label, body) => {
+      const key = keyOf({ query: `{ joined${body.length} }` });
+      if (key === undefined) throw new Error('not shareable');
+      let finish: (response: HTTPGraphQLResponse) => void = () => {};
+      const execute = () => new Promise<HTTPGraphQLResponse>((resolve) => (finish = resolve));
+      const first = executions.answer(key, never, execute);
+      const second = executions.answer(key, never, execute);
+      finish(response(body));
+      const [own, joined] = await Promise.all([first, second]);
+      expect(own.body).toEqual({ kind: 'complete', string: body });
+      const expected = JSON.parse(body);
+      expected.extensions.cost.actualUpstreamRequests = 0;
+      expect(JSON.parse((joined.body as { string: string }).string)).toEqual(expected);
+    },
+  );
+
   it('does not join an execution every client of which has gone, nor one a write of the key ended', async () => {
     const key = keyOf({ query: '{ gone }' });
     if (key === undefined) throw new Error('not shareable');
