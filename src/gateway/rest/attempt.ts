@@ -64,8 +64,9 @@ export function createAttempt(options: AttemptOptions): Send {
 
   /**
    * One exchange through undici's dispatch API, not `request()`: no AbortController, response
-   * stream or body mixin per request, a third of the client's CPU per request measured side by
-   * side (the exchange is the same: the pool, its connections, its size cap and its parser).
+   * stream or body mixin per request. In a loop against a local server that cut 87-96 µs of CPU
+   * per request (server included) to 60-69; the exchange is the same: the pool, its connections,
+   * its size cap and its parser.
    */
   function exchange(
     call: UpstreamCall,
@@ -83,10 +84,10 @@ export function createAttempt(options: AttemptOptions): Send {
     let settled = false;
     const stop = (reason: unknown): void => {
       if (stopped !== undefined) return;
-      stopped = reason;
+      stopped = reason ?? new DOMException('the request was cancelled', 'AbortError');
       // Before the connection took the request it is never written; rejected now all the same.
-      if (controller !== undefined) controller.abort(reason as Error);
-      else fail(reason);
+      if (controller !== undefined) controller.abort(stopped as Error);
+      else fail(stopped);
     };
     const timer = setTimeout(() => stop(new DOMException('the upstream took too long', 'TimeoutError')), ms);
     const onCancel = (): void => stop(cancel?.reason);
@@ -119,9 +120,9 @@ export function createAttempt(options: AttemptOptions): Send {
         body: call.body,
       },
       {
-        onRequestStart(started) {
-          controller = started;
-          if (stopped !== undefined) started.abort(stopped as Error);
+        onRequestStart(taken) {
+          controller = taken;
+          if (stopped !== undefined) taken.abort(stopped as Error);
         },
         onResponseStart(_controller, statusCode, headers) {
           // 1xx answers are interim (RFC 9110 section 15.2): the final one follows.
@@ -136,7 +137,9 @@ export function createAttempt(options: AttemptOptions): Send {
           chunks.push(chunk);
         },
         onResponseEnd() {
-          if (headed === undefined || !finish()) return;
+          // Never left waiting: an end with no final answer before it is a failure.
+          if (headed === undefined) return fail(new Error('the exchange ended without an answer'));
+          if (!finish()) return;
           const answer = { status: headed.status, headers: headed.headers, body: decode(chunks) };
           options.onResponse?.(call, answer);
           resolve(answer);
