@@ -30,7 +30,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chooseTool } from './lib/load.js';
+import { chooseTool, positive } from './lib/load.js';
 import { checkMix, collectMix, meanPageSize } from './lib/mix.js';
 import { meshSkipped, startMesh, startTailcall, tailcallVersion } from './lib/peers.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
@@ -54,12 +54,6 @@ const ROUNDS = positive('BENCH_ROUNDS', 3);
 const TOOL = chooseTool(process.env.BENCH_TOOL);
 const RSS_CONNECTIONS = 200;
 const RSS_SECONDS = 5;
-
-function positive(name: string, fallback: number): number {
-  const value = Number(process.env[name] ?? fallback);
-  if (!(Number.isInteger(value) && value > 0)) throw new Error(`${name} must be a positive integer`);
-  return value;
-}
 
 const began = performance.now();
 /** A progress line on stderr, with the seconds since the bench began. */

@@ -31,6 +31,13 @@ export interface Measurement extends LoadResult {
   readonly wallS: number;
 }
 
+/** A setting from the environment that must be a positive integer (BENCH_ROUNDS and the like). */
+export function positive(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback);
+  if (!(Number.isInteger(value) && value > 0)) throw new Error(`${name} must be a positive integer`);
+  return value;
+}
+
 /** BENCH_TOOL if set, else wrk when installed, else autocannon (a project devDependency). */
 export function chooseTool(wanted: string | undefined): Tool {
   if (wanted !== undefined && wanted !== 'wrk' && wanted !== 'autocannon')

@@ -44,15 +44,17 @@ export const startStore = (core: string): Promise<Served> => startChild(core, ['
 
 /**
  * The gateway in front of `storeUrl`, rate limits off, plus `settings` (environment names and values)
- * and `nodeArgs` (the profiler's flags, which NODE_OPTIONS does not take).
+ * and `nodeArgs` (the profiler's flags, which NODE_OPTIONS does not take); `main` is the build's
+ * entry point (another build's, for `npm run bench:compare`).
  */
 export async function startGateway(
   core: string,
   storeUrl: string,
   settings: Record<string, string> = {},
   nodeArgs: readonly string[] = [],
+  main = 'dist/main.js',
 ): Promise<Served> {
-  const child = pinned(core, process.execPath, ['--max-old-space-size=256', ...nodeArgs, 'dist/main.js'], {
+  const child = pinned(core, process.execPath, ['--max-old-space-size=256', ...nodeArgs, main], {
     cwd: ROOT,
     env: {
       ...process.env,

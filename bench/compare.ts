@@ -1,0 +1,78 @@
+/**
+ * `npm run bench:compare -- A B [C …]`: builds of the gateway side by side, as the README's "What
+ * each change to the hot path moved" measures them. Each argument is the folder of a build's
+ * `main.js` (`dist` for this checkout; for another commit, `npm ci && npm run build` in a worktree of
+ * it and its `dist`), or `apollo` for the Apollo floor. One store serves all; each round runs every
+ * build in turn, started fresh as `npm start` runs it, warmed up, then loaded with the one-call
+ * query; the medians over the rounds come last. Builds alternate, so a machine that gets busier
+ * or quieter during the run weighs on all of them alike.
+ *
+ * Settings: BENCH_ROUNDS (6), BENCH_DURATION (5 s), BENCH_WARMUP (3 s), BENCH_CONNECTIONS (32),
+ * BENCH_COALESCE (false: sharing off; true: coalescing on, the default of the gateway).
+ */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chooseTool, load, type Measurement, measure, positive } from './lib/load.js';
+import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
+import { median } from './lib/report.js';
+import { ONE_CALL } from './lib/runs.js';
+import { startFloorServer, startGateway, startStore } from './lib/servers.js';
+import { gatewayTarget } from './lib/targets.js';
+
+const builds = process.argv.slice(2);
+if (builds.length < 2) {
+  console.error('usage: npm run bench:compare -- <build folder | apollo> <build folder | apollo> [...]');
+  process.exit(2);
+}
+const ROUNDS = positive('BENCH_ROUNDS', 6);
+const DURATION_S = positive('BENCH_DURATION', 5);
+const WARMUP_S = positive('BENCH_WARMUP', 3);
+const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
+const COALESCE = process.env.BENCH_COALESCE === 'true' ? 'true' : 'false';
+const TOOL = chooseTool(process.env.BENCH_TOOL);
+
+pinSelf(LOAD_CORE);
+process.once('SIGINT', () => {
+  signalAll();
+  process.exit(130);
+});
+const dir = mkdtempSync(join(tmpdir(), 'petstore-compare-'));
+const runs = new Map<string, Measurement[]>(builds.map((build) => [build, []]));
+try {
+  const store = await startStore(LOAD_CORE);
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const build of builds) {
+      const served =
+        build === 'apollo'
+          ? await startFloorServer(SERVER_CORE, store.url, 'apollo')
+          : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: COALESCE }, [], join(build, 'main.js'));
+      const target = gatewayTarget(build, served.url, served.pid);
+      const request = target.request(ONE_CALL);
+      const options = { tool: TOOL, connections: CONNECTIONS, dir };
+      await load(target, [request], { ...options, seconds: WARMUP_S });
+      const run = await measure(target, [request], { ...options, seconds: DURATION_S });
+      await stop(served.child);
+      runs.get(build)?.push(run);
+      console.error(`round ${round}: ${build}: ${run.rps.toFixed(0)} req/s, errors ${run.errors}`);
+    }
+  }
+  await stop(store.child);
+  console.log(
+    `Command: \`BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), the one-call query, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
+  );
+  console.log('| build | req/s | CPU ms/request | p50 ms | p99 ms | each round, req/s | errors |');
+  console.log('|---|---:|---:|---:|---:|---|---:|');
+  for (const [build, measured] of runs) {
+    const rounds = measured.map((run) => run.rps.toFixed(0)).join(', ');
+    const cpu = median(measured.map((run) => (run.cpuS * 1000) / Math.max(1, run.requests)));
+    const errors = measured.reduce((sum, run) => sum + run.errors, 0);
+    console.log(
+      `| ${build} | ${median(measured.map((run) => run.rps)).toFixed(0)} | ${cpu.toFixed(3)} | ${median(measured.map((run) => run.p50Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms)).toFixed(2)} | ${rounds} | ${errors} |`,
+    );
+  }
+} finally {
+  await stopAll();
+  rmSync(dir, { recursive: true, force: true });
+}
