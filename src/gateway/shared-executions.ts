@@ -29,8 +29,8 @@ export interface SharedExecutions {
    * The answer for a request named `key`: the execution in flight under that name, or a new one
    * run by `execute` with a signal aborted once every client waiting for it has gone. `whenGone`
    * registers what to do when this request's own client goes (a listener: most requests never
-   * need one). With tracing
-   * on, `trace` is this request's span: one that joins an execution is told whose it joined.
+   * need one). With tracing on, `trace` is this request's span: one that joins an execution is
+   * told whose it joined.
    */
   answer(
     key: SharingKey,
@@ -175,9 +175,11 @@ function queryOperation(query: string, name: string): boolean {
   return chosen.length === 1 && chosen[0]?.operation === OperationTypeNode.QUERY;
 }
 
-const SENT_KEY = '"actualUpstreamRequests":';
-/** After the count: the ends of `cost`, of `extensions` and of the answer (none is stale). */
-const EXTENSIONS_TAIL = /^[0-9]+(\}\}\}\n?)$/;
+/**
+ * The end of an answer as Apollo Server writes it with plugins/budget-extensions.ts's cost last
+ * (no stale note after it): `extensions` is written last, so this is the cost, not the data.
+ */
+const COST_AT_END = /("cost":\{"estimatedUpstreamRequests":[0-9]+,"actualUpstreamRequests":)[0-9]+(\}\}\}\n?)$/;
 
 /**
  * The answer as a request that joined the execution gets it: the same, except that it sent nothing
@@ -186,14 +188,13 @@ const EXTENSIONS_TAIL = /^[0-9]+(\}\}\}\n?)$/;
 function asJoined(response: HTTPGraphQLResponse): HTTPGraphQLResponse {
   if (response.body.kind !== 'complete') throw new Error('a chunked answer is never shared');
   const text = response.body.string;
-  const at = text.lastIndexOf(SENT_KEY);
-  if (at < 0) return response;
-  // Apollo Server writes `extensions` last, and the cost last in it (plugins/budget-extensions.ts):
-  // an answer that ends so has its count rewritten in place, without parsing the whole answer
-  // again. A quote inside a string is escaped, so the key's text can only be a key.
-  const tail = EXTENSIONS_TAIL.exec(text.slice(at + SENT_KEY.length));
-  if (tail !== null) {
-    return { ...response, body: { kind: 'complete', string: `${text.slice(0, at)}${SENT_KEY}0${tail[1]}` } };
+  if (!text.includes('"actualUpstreamRequests"')) return response;
+  // The common answer has its count rewritten in place, without parsing the whole answer again;
+  // any other shape (a stale note, another order) goes through JSON.
+  const end = COST_AT_END.exec(text);
+  if (end !== null) {
+    const string = `${text.slice(0, end.index)}${end[1]}0${end[2]}`;
+    return { ...response, body: { kind: 'complete', string } };
   }
   let value: { extensions?: { cost?: { actualUpstreamRequests?: unknown } } };
   try {
