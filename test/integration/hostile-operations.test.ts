@@ -4,6 +4,7 @@
  * estimate: an operation that would spend more than its share of the key's budget is refused.
  */
 
+import { connect } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { errorCodes, gql } from '../helpers/gql.js';
 import { type Stack, startStack } from '../helpers/start-stack.js';
@@ -100,6 +101,31 @@ describe('hostile operations', () => {
   it('refuses a body that is not JSON, and a non-JSON content type (CSRF prevention)', async () => {
     await expectRefused(await post('{"query": '));
     await expectRefused(await post(query('{ pets { nodes { id } } }'), 'text/plain'));
+  });
+
+  it('reads a body whose bytes arrive in two packets that split a character, whatever the Content-Type case', async () => {
+    // graphql-js names the character it cannot read: U+00EB ("ë") only if its two UTF-8 bytes were
+    // decoded together; decoded packet by packet they would be two U+FFFD.
+    const body = Buffer.from(query('{ ë }'), 'utf8');
+    const cut = body.indexOf(0xc3) + 1;
+    const { origin } = new URL(stack.gateway.url);
+    const socket = connect(Number(new URL(origin).port), new URL(origin).hostname);
+    const head = `POST /graphql HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: Application/JSON; charset=utf-8\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
+    const answer = new Promise<string>((resolve, reject) => {
+      const parts: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => parts.push(chunk));
+      socket.once('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+      socket.once('error', reject);
+    });
+    socket.write(Buffer.concat([Buffer.from(head, 'latin1'), body.subarray(0, cut)]));
+    // The second packet a moment later, so the gateway reads the body in two chunks (a machine too
+    // busy to read in between hands it one chunk: the answer must be the same).
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.end(body.subarray(cut));
+    const text = await answer;
+    expect(text).toMatch(/^HTTP\/1\.1 400/);
+    expect(text).toContain('Syntax Error: Unexpected character: U+00EB.');
+    expect(stack.count() - before).toBe(0);
   });
 });
 
