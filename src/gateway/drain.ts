@@ -53,8 +53,12 @@ export function createDrain(server: Server): Drain {
       answering[slot] = response;
       lastStarted = Date.now();
       if (draining) response.setHeader('Connection', 'close');
-      // A response emits 'close' once, after 'finish' or when its connection goes first.
-      response.once('close', () => {
+      // A response emits 'close' once, after 'finish' or when its connection goes first (on(), not
+      // once(): no bound wrapper per request). The guard keeps a slot from being freed twice all the same.
+      let closed = false;
+      response.on('close', () => {
+        if (closed) return;
+        closed = true;
         inFlight--;
         answering[slot] = undefined;
         freeSlots.push(slot);

@@ -152,9 +152,10 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
         context: () => options.context(req, queryText(body.value, url), requestId, signal, trace),
       });
     };
-    // The client leaving cancels what its operation still has queued or in flight upstream.
+    // The client leaving cancels what its operation still has queued or in flight upstream. A
+    // response emits 'close' once, and leaving twice would change nothing: on(), not once().
     const whenGone = (leave: (reason: unknown) => void): void => {
-      res.once('close', () => {
+      res.on('close', () => {
         if (!res.writableFinished) leave(new DOMException('the client closed the connection', 'AbortError'));
       });
     };

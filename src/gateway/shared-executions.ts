@@ -73,12 +73,19 @@ interface Execution {
 
 export function createSharedExecutions(options: SharedExecutionsOptions): SharedExecutions {
   const inFlight = new Map<string, Execution>();
-  const queries = new Map<string, boolean>();
+  /**
+   * What is known of documents: by the document alone when the request names no operation (most
+   * do not, and the query string is then the key as it came, with no copy to join it to a name),
+   * by name and document otherwise.
+   */
+  const unnamed = new Map<string, boolean>();
+  const named = new Map<string, boolean>();
 
   /** Whether the operation the request names is a query (and the document parses). */
   function isQuery(query: string, operationName: unknown): boolean {
     const name = typeof operationName === 'string' ? operationName : '';
-    const id = `${name}\n${query}`;
+    const queries = name === '' ? unnamed : named;
+    const id = name === '' ? query : `${name}\n${query}`;
     let known = queries.get(id);
     if (known === undefined) {
       known = queryOperation(query, name);

@@ -42,6 +42,14 @@ describe('keyOf', () => {
     expect(keyOf({ query: 'subscription { pets }' })).toBeUndefined();
   });
 
+  it('never takes what it learnt of a named operation for an unnamed document, or the reverse', () => {
+    const query = '{ pets(first: 1) { nodes { id } } }';
+    // Named "query", this document has no such operation; unnamed, "query\n" + it is a plain query.
+    expect(keyOf({ query, operationName: 'query' })).toBeUndefined();
+    expect(keyOf({ query: `query\n${query}` })).toBeDefined();
+    expect(keyOf({ query, operationName: 'query' })).toBeUndefined();
+  });
+
   it('shares nothing it cannot read or should not hold', () => {
     expect(keyOf({ query: '{ pets(' })).toBeUndefined();
     expect(keyOf([{ query: '{ a }' }, { query: '{ a }' }])).toBeUndefined();
