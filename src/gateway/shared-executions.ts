@@ -16,7 +16,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HTTPGraphQLResponse } from '@apollo/server';
 import { type DocumentNode, Kind, OperationTypeNode, parse } from 'graphql';
-import { InFlight } from './in-flight.js';
 import { Cancellation, type CancelSignal } from './rest/cancel.js';
 import type { OperationTrace } from './tracing.js';
 
@@ -73,7 +72,7 @@ interface Execution {
 }
 
 export function createSharedExecutions(options: SharedExecutionsOptions): SharedExecutions {
-  const inFlight = new InFlight<Execution>();
+  const inFlight = new Map<string, Execution>();
   /**
    * What is known of documents: by the document alone when the request names no operation (most
    * do not, and the query string is then the key as it came, with no copy to join it to a name),
@@ -165,7 +164,7 @@ export function createSharedExecutions(options: SharedExecutionsOptions): Shared
     },
 
     invalidate(keyId) {
-      inFlight.deleteWhere((_, execution) => execution.keyId === keyId);
+      for (const [name, execution] of inFlight) if (execution.keyId === keyId) inFlight.delete(name);
     },
   };
 }
