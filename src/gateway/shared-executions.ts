@@ -56,7 +56,7 @@ export interface SharedExecutionsOptions {
 
 /** Bodies longer than this are not shared: the map key is the whole body. */
 const MAX_SHARED_BODY = 16 * 1024;
-/** Documents whose kind (query-only or not) is remembered. */
+/** Documents whose kind (query-only or not) is remembered, in each of the two maps (unnamed, named). */
 const MAX_DOCUMENTS = 1_000;
 
 interface Execution {

@@ -108,8 +108,8 @@ describe('hostile operations', () => {
     // decoded together; decoded packet by packet they would be two U+FFFD.
     const body = Buffer.from(query('{ ë }'), 'utf8');
     const cut = body.indexOf(0xc3) + 1;
-    const { origin } = new URL(stack.gateway.url);
-    const socket = connect(Number(new URL(origin).port), new URL(origin).hostname);
+    const gateway = new URL(stack.gateway.url);
+    const socket = connect(Number(gateway.port), gateway.hostname);
     const head = `POST /graphql HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: Application/JSON; charset=utf-8\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
     const answer = new Promise<string>((resolve, reject) => {
       const parts: Buffer[] = [];
