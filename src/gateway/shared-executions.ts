@@ -16,6 +16,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HTTPGraphQLResponse } from '@apollo/server';
 import { type DocumentNode, Kind, OperationTypeNode, parse } from 'graphql';
+import { InFlight } from './in-flight.js';
 import { Cancellation, type CancelSignal } from './rest/cancel.js';
 import type { OperationTrace } from './tracing.js';
 
@@ -72,7 +73,7 @@ interface Execution {
 }
 
 export function createSharedExecutions(options: SharedExecutionsOptions): SharedExecutions {
-  const inFlight = new Map<string, Execution>();
+  const inFlight = new InFlight<Execution>();
   /**
    * What is known of documents: by the document alone when the request names no operation (most
    * do not, and the query string is then the key as it came, with no copy to join it to a name),
@@ -164,7 +165,7 @@ export function createSharedExecutions(options: SharedExecutionsOptions): Shared
     },
 
     invalidate(keyId) {
-      for (const [name, execution] of inFlight) if (execution.keyId === keyId) inFlight.delete(name);
+      inFlight.deleteWhere((_, execution) => execution.keyId === keyId);
     },
   };
 }

@@ -9,6 +9,7 @@
  */
 
 import { GraphQLError } from 'graphql';
+import { InFlight } from '../in-flight.js';
 import { type AnswerStore, memoryAnswers, type StoredAnswer } from './answers.js';
 import { Cancellation, type CancelSignal } from './cancel.js';
 import { isWrite, type Stage, type UpstreamCall } from './pipeline.js';
@@ -50,7 +51,7 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
   const staleTtlMs = options.staleTtlMs ?? 0;
   const keepMs = Math.max(options.ttlMs, staleTtlMs);
   const answers = options.answers ?? memoryAnswers();
-  const inFlight = new Map<string, Shared>();
+  const inFlight = new InFlight<Shared>();
 
   /** The shared answer, as one operation waits for it: it stops waiting (and counts out) when its client leaves. */
   function wait(shared: Shared, call: UpstreamCall): Promise<UpstreamResponse> {
@@ -148,7 +149,7 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
   async function invalidate(keyId: string): Promise<void> {
     options.onInvalidate?.(keyId);
     const prefix = `${keyId} `;
-    for (const id of [...inFlight.keys()]) if (id.startsWith(prefix)) inFlight.delete(id);
+    inFlight.deleteWhere((id) => id.startsWith(prefix));
     await answers.invalidate(keyId).catch(() => {});
   }
 
