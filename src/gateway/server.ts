@@ -16,6 +16,7 @@ import { type Config, ConfigError, PLAN_LIMITS } from '../config.js';
 import { createContext, type GatewayContext, requestKeyId } from './context.js';
 import { createCors } from './cors.js';
 import { createDrain } from './drain.js';
+import { shareEmptyArguments } from './field-arguments.js';
 import { formatError } from './format-error.js';
 import { answerWhileStarting, createHttpHandler } from './http.js';
 import { createCursorCodec } from './ids.js';
@@ -81,6 +82,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   if (config.petstoreBaseUrl === undefined) throw new Error('createGateway needs config.petstoreBaseUrl');
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
+  shareEmptyArguments();
   // Listening comes first, so a port in use fails at once and /ready says 503 while the rest starts.
   const httpServer = createServer({
     headersTimeout: config.http.headersTimeoutMs,
