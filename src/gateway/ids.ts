@@ -1,6 +1,6 @@
 /** int64 ids as GraphQL ID strings, and the opaque, sealed cursors of the `pets` connection. */
 
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import { isPositiveInt64, parseInt64 } from '../int64.js';
 import { badUserInput } from './errors.js';
 
@@ -50,7 +50,11 @@ const MAX_CURSOR_LENGTH = 2_048;
  * positions never share an IV.
  */
 export function createCursorCodec(secret: string | Buffer = randomBytes(32)): CursorCodec {
-  const derive = (label: string) => createHash('sha256').update(label).update(secret).digest();
+  // KeyObjects, not Buffers: node:crypto takes a Buffer key through isKeyObject and isCryptoKey
+  // checks on every cipher and HMAC it makes, which on Node 24 cost 10 µs per cursor decoded
+  // against 2.3 µs with a KeyObject (Node 20: 2.3 against 2.2), and 8% of the gateway's CPU on the
+  // bench's distinct mix, whose requests carry cursors.
+  const derive = (label: string) => createSecretKey(createHash('sha256').update(label).update(secret).digest());
   const encryptionKey = derive('petstore-cursor-encryption\0');
   const ivKey = derive('petstore-cursor-iv\0');
   return {

@@ -97,6 +97,17 @@ describe('cursors', () => {
     expect(replica.decode(cursors.encode(position))).toEqual(position);
   });
 
+  it('reads the cursors the gateway has always made for a secret: replicas mid-upgrade, and clients, keep theirs', () => {
+    // Sealed by the codec as it was when its keys were Buffers rather than KeyObjects: the same
+    // secret, key and position must keep giving, and reading, exactly this cursor.
+    const before =
+      'V9oKPJPPVHOGjvbvKm8QrJLNyYrgS0i6zSC08v7RRLnmbEqrcEGtN9mKnCY-YSB2XzqlGNS3D7Cv-g0oC583EOpNax_WoD0ok3cK3b358h9HrQ';
+    const position = { page: '/v1/pets?limit=2&after=5', offset: 1, status: 'available' };
+    const fixed = createCursorCodec('a fixed secret for this test').forKey('key-digest');
+    expect(fixed.encode(position)).toBe(before);
+    expect(fixed.decode(before)).toEqual(position);
+  });
+
   const valid = cursors.encode({ page: '/v1/pets?limit=2', offset: 1, status: undefined });
   it.each([
     ['an empty string', ''],
