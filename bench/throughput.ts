@@ -4,8 +4,8 @@
  *
  * Rows: REST direct on the reference store; Tailcall 1.0.0 with `dedupe` and without; this gateway
  * with coalescing on (the default) and off (`PETSTORE_COALESCE=false`); the Node floor and the Apollo
- * floor (one call only: bench/lib/floor.ts, what any Node gateway, and any Apollo Server one, pays
- * per request); Mesh v1 + Hive Gateway. A peer
+ * floor (bench/lib/floor.ts: what any Node gateway, and any Apollo Server one, pays per request, on
+ * both workloads); Mesh v1 + Hive Gateway. A peer
  * that is not installed (bench/tailcall, bench/mesh) is skipped with a one-line note.
  *
  * Workloads:
@@ -77,9 +77,9 @@ async function startTargets(scratch: string, notes: string[]): Promise<{ store: 
   const off = await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: 'false' });
   targets.push(gatewayTarget(ROW.gatewayOff, off.url, off.pid));
   const floor = await startFloorServer(SERVER_CORE, store.url);
-  targets.push(gatewayTarget(ROW.floor, floor.url, floor.pid));
+  targets.push(gatewayTarget(ROW.floor, floor.url, floor.pid, 'id'));
   const apolloFloor = await startFloorServer(SERVER_CORE, store.url, 'apollo');
-  targets.push(gatewayTarget(ROW.apolloFloor, apolloFloor.url, apolloFloor.pid));
+  targets.push(gatewayTarget(ROW.apolloFloor, apolloFloor.url, apolloFloor.pid, 'id'));
   const mesh = meshSkipped();
   if (mesh !== undefined) notes.push(mesh);
   else {
@@ -134,8 +134,6 @@ async function prepareMix(
   }
   const able: Target[] = [];
   for (const target of targets) {
-    // The floors answer the one-call page only.
-    if (target.name === ROW.floor || target.name === ROW.apolloFloor) continue;
     progress(`mix: checking ${target.name} on ${pages.length} pages`);
     const check = await checkMix(target, pages, expected);
     if (check.mismatch !== undefined) {

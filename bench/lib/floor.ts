@@ -1,12 +1,15 @@
 /**
  * The floors of `npm run bench:throughput`.
  *
- * The Node floor: the least a Node process can do to answer the
- * one-call request through the store. node:http takes the POST and parses its JSON body; undici's
- * keep-alive Pool (as the gateway's) asks the store for the page of 20; the answer is parsed and
- * written back as `{ data: { pets: { nodes } } }`. No GraphQL, no limits, no checks: not a gateway,
+ * The Node floor: the least a Node process can do to answer a page of pets through the store.
+ * node:http takes the POST and parses its JSON body; undici's keep-alive Pool (as the gateway's) asks
+ * the store for the page its variables name (`first`, `status`, `after`; 20 pets when it has none,
+ * as the one-call request); the answer is parsed and written back as `{ data: { pets: { nodes } } }`. No GraphQL, no limits, no checks: not a gateway,
  * but the cost every Node gateway pays per request before it does anything of its own, measured
  * the same way as the rest, so the report can say how much of the gap to Tailcall is Node's.
+ *
+ * On the distinct mix both floors take `after` as the store's own pet id, as Tailcall does (the
+ * gateway's cursors are opaque, sealed with a key: that work is the gateway's own).
  *
  * The Apollo floor: the least Apollo Server can do for the same request. The same node:http edge and
  * undici pool, with Apollo Server 5 and graphql-js between them: a three-type schema, one resolver
@@ -32,6 +35,13 @@ interface Floor {
 }
 
 type StorePet = { id: number; name: string; status: string };
+
+/** Which page: the mix's variables, with the store's status in GraphQL's case. */
+interface PageArgs {
+  readonly first?: number | undefined;
+  readonly status?: string | undefined;
+  readonly after?: string | undefined;
+}
 
 /** Collects a request body, then hands it over; the same work for both floors. */
 function onBody(handler: (body: string, req: IncomingMessage, res: ServerResponse) => Promise<void>) {
@@ -60,15 +70,18 @@ async function listen(server: Server, pool: Pool, stop: () => Promise<void> = as
   };
 }
 
-function storePage(storeUrl: string, key: string): { pool: Pool; page(limit: number): Promise<StorePet[]> } {
+function storePage(storeUrl: string, key: string): { pool: Pool; page(args: PageArgs): Promise<StorePet[]> } {
   const base = new URL(storeUrl);
   const pool = new Pool(base.origin, { connections: 64 });
   const path = `${base.pathname.replace(/\/$/, '')}/pets?limit=`;
   const headers = { authorization: `Bearer ${key}`, accept: 'application/json' };
   return {
     pool,
-    async page(limit) {
-      const answer = await pool.request({ path: `${path}${limit}`, method: 'GET', headers });
+    async page({ first = 20, status, after }) {
+      let query = `${path}${first}`;
+      if (status !== undefined) query += `&status=${status.toLowerCase()}`;
+      if (after !== undefined) query += `&after=${encodeURIComponent(after)}`;
+      const answer = await pool.request({ path: query, method: 'GET', headers });
       return (await answer.body.json()) as StorePet[];
     },
   };
@@ -78,8 +91,8 @@ export async function startFloor(storeUrl: string, key: string): Promise<Floor> 
   const store = storePage(storeUrl, key);
   const server = createServer(
     onBody(async (body, _req, res) => {
-      JSON.parse(body);
-      const pets = await store.page(20);
+      const { variables } = JSON.parse(body) as { variables?: PageArgs };
+      const pets = await store.page(variables ?? {});
       const nodes = pets.map((pet) => ({ id: String(pet.id), name: pet.name, status: pet.status.toUpperCase() }));
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
       res.end(JSON.stringify({ data: { pets: { nodes } } }));
@@ -92,7 +105,7 @@ const FLOOR_SCHEMA = `#graphql
   enum PetStatus { AVAILABLE PENDING SOLD }
   type Pet { id: ID! name: String! status: PetStatus! }
   type PetConnection { nodes: [Pet!]! }
-  type Query { pets(first: Int = 20): PetConnection! }
+  type Query { pets(first: Int = 20, status: PetStatus, after: ID): PetConnection! }
 `;
 
 export async function startApolloFloor(storeUrl: string, key: string): Promise<Floor> {
@@ -101,8 +114,8 @@ export async function startApolloFloor(storeUrl: string, key: string): Promise<F
     typeDefs: FLOOR_SCHEMA,
     resolvers: {
       Query: {
-        pets: async (_: unknown, args: { first: number }) => ({
-          nodes: (await store.page(args.first)).map((pet) => ({ ...pet, status: pet.status.toUpperCase() })),
+        pets: async (_: unknown, args: PageArgs) => ({
+          nodes: (await store.page(args)).map((pet) => ({ ...pet, status: pet.status.toUpperCase() })),
         }),
       },
     },

@@ -151,21 +151,26 @@ function ratioLines(report: Report): string[] {
     return a === undefined || b === undefined ? 'n/a' : percent(a.rps / b.rps);
   };
   const lines: string[] = [];
+  const mix = report.mix?.rows;
   if (find(report.oneCall, ROW.tailcall) !== undefined) {
-    const mix = report.mix?.rows;
     lines.push(
       `- this gateway's req/s as a share of Tailcall's, sharing off on both sides: one call ${share(report.oneCall, ROW.gatewayOff, ROW.tailcall)}, distinct mix ${share(mix, ROW.gatewayOff, ROW.tailcall)}`,
       `- the same with sharing on on both sides (coalescing, \`dedupe: true\`): one call ${share(report.oneCall, ROW.gateway, ROW.tailcallDedupe)}, distinct mix ${share(mix, ROW.gateway, ROW.tailcallDedupe)}`,
     );
   }
+  /** One ratio on the one-call query, and on the mix when the mix ran. */
+  const both = (ours: string, theirs: string): string =>
+    mix === undefined
+      ? share(report.oneCall, ours, theirs)
+      : `${share(report.oneCall, ours, theirs)} (mix ${share(mix, ours, theirs)})`;
   if (find(report.oneCall, ROW.floor) !== undefined) {
     lines.push(
-      `- the Node floor (no GraphQL at all) as a share of Tailcall without dedupe: ${share(report.oneCall, ROW.floor, ROW.tailcall)}; this gateway without sharing as a share of the floor: ${share(report.oneCall, ROW.gatewayOff, ROW.floor)}`,
+      `- the Node floor (no GraphQL at all) as a share of Tailcall without dedupe: ${both(ROW.floor, ROW.tailcall)}; this gateway without sharing as a share of the floor: ${both(ROW.gatewayOff, ROW.floor)}`,
     );
   }
   if (find(report.oneCall, ROW.apolloFloor) !== undefined) {
     lines.push(
-      `- the Apollo floor (Apollo Server and graphql-js, nothing of the gateway's) as a share of Tailcall without dedupe: ${share(report.oneCall, ROW.apolloFloor, ROW.tailcall)}, of the Node floor: ${share(report.oneCall, ROW.apolloFloor, ROW.floor)}; this gateway without sharing as a share of the Apollo floor: ${share(report.oneCall, ROW.gatewayOff, ROW.apolloFloor)}`,
+      `- the Apollo floor (Apollo Server and graphql-js, nothing of the gateway's) as a share of Tailcall without dedupe: ${both(ROW.apolloFloor, ROW.tailcall)}, of the Node floor: ${both(ROW.apolloFloor, ROW.floor)}; this gateway without sharing as a share of the Apollo floor: ${both(ROW.gatewayOff, ROW.apolloFloor)}`,
     );
   }
   for (const name of [ROW.gateway, ROW.gatewayOff]) {

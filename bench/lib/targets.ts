@@ -64,8 +64,11 @@ export function restTarget(name: string, storeUrl: string, key: string, pid: num
   };
 }
 
-/** This gateway: `pets(first:, status:, after:)` with the cursor it handed out itself. */
-export function gatewayTarget(name: string, url: string, pid: number): Target {
+/**
+ * This gateway: `pets(first:, status:, after:)` with the cursor it handed out itself. The floors
+ * (bench/lib/floor.ts) take the same query with `after: ID`, the store's own pet id.
+ */
+export function gatewayTarget(name: string, url: string, pid: number, after: 'cursor' | 'id' = 'cursor'): Target {
   const endpoint = new URL(url);
   return {
     name,
@@ -75,7 +78,9 @@ export function gatewayTarget(name: string, url: string, pid: number): Target {
       graphqlPost(endpoint, form, 'pets', '{ nodes { id name status } }', [
         { name: 'first', type: 'Int!', value: page.limit, literal: String(page.limit) },
         { name: 'status', type: 'PetStatus', value: page.status?.toUpperCase(), literal: page.status?.toUpperCase() },
-        { name: 'after', type: 'String', value: page.after?.cursor, literal: quoted(page.after?.cursor) },
+        after === 'cursor'
+          ? { name: 'after', type: 'String', value: page.after?.cursor, literal: quoted(page.after?.cursor) }
+          : { name: 'after', type: 'ID', value: page.after?.id, literal: quoted(page.after?.id) },
       ]),
     ids: (body) => idsOf(dataOf(body)?.pets?.nodes),
   };
