@@ -4,34 +4,59 @@
  * `main.js` (`dist` for this checkout; for another commit, `npm ci && npm run build` in a worktree of
  * it and its `dist`), or `apollo` for the Apollo floor. One store serves all; each round runs every
  * build in turn, started fresh as `npm start` runs it, warmed up, then loaded with the one-call
- * query; the medians over the rounds come last. Builds alternate, so a machine that gets busier
- * or quieter during the run weighs on all of them alike.
+ * query; the medians over the rounds come last. Builds alternate, each round starting one further
+ * along, so a machine that gets busier or quieter during the run weighs on all of them alike.
  *
  * Settings: BENCH_ROUNDS (6), BENCH_DURATION (5 s), BENCH_WARMUP (3 s), BENCH_CONNECTIONS (32),
- * BENCH_COALESCE (false: sharing off; true: coalescing on, the default of the gateway).
+ * BENCH_COALESCE (false: sharing off; true: coalescing on, the default of the gateway; both: each
+ * build twice, a row for each, to see what sharing costs where nothing is shared),
+ * BENCH_WORKLOAD (one-call; mix: the distinct mix of `bench:throughput`, walked once through a
+ * gateway of its own before the rounds; it needs wrk).
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseTool, load, type Measurement, measure, positive } from './lib/load.js';
+import { walkMix } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
 import { median } from './lib/report.js';
 import { ONE_CALL } from './lib/runs.js';
 import { startFloorServer, startGateway, startStore } from './lib/servers.js';
-import { gatewayTarget } from './lib/targets.js';
+import { gatewayTarget, type PageQuery } from './lib/targets.js';
 
 const builds = process.argv.slice(2);
-if (builds.length < 2) {
+if (builds.length < (process.env.BENCH_COALESCE === 'both' ? 1 : 2)) {
   console.error('usage: npm run bench:compare -- <build folder | apollo> <build folder | apollo> [...]');
+  console.error('       BENCH_COALESCE=both npm run bench:compare -- <build folder> [...]');
   process.exit(2);
 }
 const ROUNDS = positive('BENCH_ROUNDS', 6);
 const DURATION_S = positive('BENCH_DURATION', 5);
 const WARMUP_S = positive('BENCH_WARMUP', 3);
 const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
-const COALESCE = process.env.BENCH_COALESCE === 'true' ? 'true' : 'false';
+const COALESCE = ['true', 'both'].includes(process.env.BENCH_COALESCE ?? '') ? process.env.BENCH_COALESCE : 'false';
+const MIX = process.env.BENCH_WORKLOAD === 'mix';
 const TOOL = chooseTool(process.env.BENCH_TOOL);
+if (MIX && TOOL !== 'wrk') {
+  console.error('BENCH_WORKLOAD=mix needs wrk (apt-get install -y wrk)');
+  process.exit(2);
+}
+
+/** What each row runs: a build, and the gateway's PETSTORE_COALESCE (the floor has no such setting). */
+interface Entry {
+  readonly label: string;
+  readonly build: string;
+  readonly coalesce: string;
+}
+const entries: Entry[] = builds.flatMap((build) => {
+  const modes = build === 'apollo' || COALESCE !== 'both' ? [COALESCE] : ['true', 'false'];
+  return modes.map((coalesce) => ({
+    label: modes.length > 1 ? `${build}, coalescing ${coalesce === 'true' ? 'on' : 'off'}` : build,
+    build,
+    coalesce: coalesce as string,
+  }));
+});
 
 pinSelf(LOAD_CORE);
 process.once('SIGINT', () => {
@@ -39,28 +64,32 @@ process.once('SIGINT', () => {
   process.exit(130);
 });
 const dir = mkdtempSync(join(tmpdir(), 'petstore-compare-'));
-const runs = new Map<string, Measurement[]>(builds.map((build) => [build, []]));
+const runs = new Map<string, Measurement[]>(entries.map((entry) => [entry.label, []]));
 try {
   const store = await startStore(LOAD_CORE);
+  let pages: readonly PageQuery[] = [ONE_CALL];
+  if (MIX) pages = await walkMix(SERVER_CORE, store.url);
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const build of builds) {
+    // Each round starts one build further along, so no build always runs first or after the same one.
+    const order = [...entries.slice((round - 1) % entries.length), ...entries.slice(0, (round - 1) % entries.length)];
+    for (const { label, build, coalesce } of order) {
       const served =
         build === 'apollo'
           ? await startFloorServer(SERVER_CORE, store.url, 'apollo')
-          : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: COALESCE }, [], join(build, 'main.js'));
-      const target = gatewayTarget(build, served.url, served.pid);
-      const request = target.request(ONE_CALL);
+          : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, [], join(build, 'main.js'));
+      const target = gatewayTarget(label, served.url, served.pid, build === 'apollo' ? 'id' : 'cursor');
+      const requests = pages.map((page) => target.request(page, MIX ? 'variables' : undefined));
       const options = { tool: TOOL, connections: CONNECTIONS, dir };
-      await load(target, [request], { ...options, seconds: WARMUP_S });
-      const run = await measure(target, [request], { ...options, seconds: DURATION_S });
+      await load(target, requests, { ...options, seconds: WARMUP_S });
+      const run = await measure(target, requests, { ...options, seconds: DURATION_S });
       await stop(served.child);
-      runs.get(build)?.push(run);
-      console.error(`round ${round}: ${build}: ${run.rps.toFixed(0)} req/s, errors ${run.errors}`);
+      runs.get(label)?.push(run);
+      console.error(`round ${round}: ${label}: ${run.rps.toFixed(0)} req/s, errors ${run.errors}`);
     }
   }
   await stop(store.child);
   console.log(
-    `Command: \`BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), the one-call query, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
+    `Command: \`BENCH_COALESCE=${COALESCE}${MIX ? ' BENCH_WORKLOAD=mix' : ''} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${MIX ? `the distinct mix (${pages.length} pages)` : 'the one-call query'}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
   );
   console.log('| build | req/s | CPU ms/request | p50 ms | p99 ms | each round, req/s | errors |');
   console.log('|---|---:|---:|---:|---:|---|---:|');

@@ -5,7 +5,8 @@
  * (default 10), and the profile's samples are summed by who owns the code that was running: Node's
  * own JavaScript (`node:` modules: HTTP, streams, timers), each npm package, the gateway's own
  * code, the garbage collector, V8 itself ("program") and idle. Self time, so the rows add up to 100%.
- * BENCH_PROFILE_DIR=folder keeps the profiles for Chrome DevTools.
+ * BENCH_PROFILE_DIR=folder keeps the profiles for Chrome DevTools. BENCH_WORKLOAD=mix profiles the
+ * distinct mix of `bench:throughput` instead (it needs wrk), where nothing is shared.
  *
  * This is the evidence for how far a Node gateway on Apollo Server can go: what the gateway's own
  * code costs next to what any server built on these parts pays.
@@ -15,9 +16,11 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseTool, load } from './lib/load.js';
+import { walkMix } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
+import { ONE_CALL } from './lib/runs.js';
 import { startGateway, startStore } from './lib/servers.js';
-import { gatewayTarget } from './lib/targets.js';
+import { gatewayTarget, type PageQuery } from './lib/targets.js';
 
 interface ProfileNode {
   readonly id: number;
@@ -35,6 +38,7 @@ interface CpuProfile {
 }
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10);
+const MIX = process.env.BENCH_WORKLOAD === 'mix';
 
 /** Who owns a frame: a package, Node, the gateway, or V8's pseudo-frames. */
 function owner(node: ProfileNode): string {
@@ -96,7 +100,12 @@ function summarise(file: string): { owners: Array<[string, number]>; functions: 
 /** BENCH_PROFILE_DIR keeps the .cpuprofile files there (Chrome DevTools opens them); else they are removed. */
 const KEEP = process.env.BENCH_PROFILE_DIR || undefined;
 
-async function profileOnce(label: string, storeUrl: string, settings: Record<string, string>) {
+async function profileOnce(
+  label: string,
+  storeUrl: string,
+  settings: Record<string, string>,
+  pages: readonly PageQuery[],
+) {
   if (KEEP !== undefined) mkdirSync(KEEP, { recursive: true });
   const dir = mkdtempSync(join(KEEP ?? tmpdir(), 'petstore-profile-'));
   try {
@@ -106,11 +115,10 @@ async function profileOnce(label: string, storeUrl: string, settings: Record<str
       '--cpu-prof-interval=250',
     ]);
     const target = gatewayTarget(label, gateway.url, gateway.pid);
-    const request = target.request({ limit: 20 });
-    const tool = chooseTool(process.env.BENCH_TOOL);
+    const requests = pages.map((page) => target.request(page, MIX ? 'variables' : undefined));
     // A short warm-up, so the profile is of the steady state rather than of V8 compiling.
-    await load(target, [request], { tool, seconds: 2, connections: 32, dir });
-    const result = await load(target, [request], { tool, seconds: SECONDS, connections: 32, dir });
+    await load(target, requests, { tool: TOOL, seconds: 2, connections: 32, dir });
+    const result = await load(target, requests, { tool: TOOL, seconds: SECONDS, connections: 32, dir });
     const exited = new Promise((resolve) => gateway.child.once('exit', resolve));
     gateway.child.kill('SIGTERM');
     await exited;
@@ -123,6 +131,11 @@ async function profileOnce(label: string, storeUrl: string, settings: Record<str
   }
 }
 
+const TOOL = chooseTool(process.env.BENCH_TOOL);
+if (MIX && TOOL !== 'wrk') {
+  console.error('BENCH_WORKLOAD=mix needs wrk (apt-get install -y wrk)');
+  process.exit(2);
+}
 pinSelf(LOAD_CORE);
 process.once('SIGINT', () => {
   signalAll();
@@ -130,15 +143,17 @@ process.once('SIGINT', () => {
 });
 try {
   const store = await startStore(LOAD_CORE);
+  const pages = MIX ? await walkMix(SERVER_CORE, store.url) : [ONE_CALL];
   const rows: Array<[string, Awaited<ReturnType<typeof profileOnce>>]> = [];
   for (const [label, settings] of [
     ['`PETSTORE_COALESCE=false`', { PETSTORE_COALESCE: 'false' }],
     ['coalescing on (default)', {}],
   ] as const) {
-    rows.push([label, await profileOnce(label, store.url, settings)]);
+    rows.push([label, await profileOnce(label, store.url, settings, pages)]);
   }
   console.log(
-    `Command: \`npm run bench:profile\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ` +
+    `Command: \`${MIX ? 'BENCH_WORKLOAD=mix ' : ''}npm run bench:profile\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ` +
+      `${MIX ? `the distinct mix (${pages.length} pages)` : 'the one-call query'}, ` +
       `wrk 1 thread, 32 connections, ${SECONDS} s after a 2 s warm-up; gateway on core ${SERVER_CORE} under --cpu-prof.\n`,
   );
   for (const [label, { result, shares }] of rows) {

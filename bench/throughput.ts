@@ -31,9 +31,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseTool, positive } from './lib/load.js';
-import { checkMix, collectMix, meanPageSize } from './lib/mix.js';
+import { checkMix, meanPageSize, walkMix } from './lib/mix.js';
 import { meshSkipped, startMesh, startTailcall, tailcallVersion } from './lib/peers.js';
-import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
+import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
 import { formatReport, loadAverage, ROW } from './lib/report.js';
 import { answersOneCall, memoryPhase, ONE_CALL, runWorkload, type Settings } from './lib/runs.js';
 import { BENCH_KEY, type Served, startFloorServer, startGateway, startStore, storeCounts } from './lib/servers.js';
@@ -121,12 +121,8 @@ async function prepareMix(
     return undefined;
   }
   const rest = targets[0] as Target;
-  // Walked through a gateway of its own, stopped afterwards: the walk is 1,449 documents never seen
-  // again, and a measured gateway that had made it would carry its work (and its heap) into its rows.
-  // Its cursors are valid on every gateway of the run (one CURSOR_SECRET).
   progress('mix: walking every page through a gateway started for the walk');
-  const walker = await startGateway(SERVER_CORE, store.url);
-  const pages = await collectMix(new URL('/graphql', walker.url).href).finally(() => stop(walker.child));
+  const pages = await walkMix(SERVER_CORE, store.url);
   const expected: string[][] = [];
   for (const page of pages) {
     const { body } = await send(rest, rest.request(page));
