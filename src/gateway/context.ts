@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { missingCredential } from './errors.js';
 import type { CursorCodec, Cursors } from './ids.js';
 import { createPetLookups, type LookupStats, type PetLoader, type PetLoaderOptions } from './loaders/pet-loader.js';
-import type { Logger } from './logger.js';
+import { type LineLogger, type Logger, requestLogger } from './logger.js';
 import type { CancelSignal } from './rest/cancel.js';
 import type { RestClient } from './rest/client.js';
 import { keyIdOf } from './rest/key-id.js';
@@ -22,11 +22,12 @@ export interface GatewayContext {
   readonly key: string;
   /** The operation's budget, deadlines and client: every upstream request it causes draws from it. */
   readonly operation: Operation;
-  /** The shared REST client, bound to this operation, whose list pages prime `petLoader`. */
+  /** The shared REST client, bound to this operation, whose list pages answer `petLoader`. */
   readonly client: RestClient;
   readonly cursors: Cursors;
   readonly petLoader: PetLoader;
-  readonly logger: Logger;
+  /** Lines of this request carry its id (`reqId`). */
+  readonly logger: LineLogger;
   /** The key's budget as far as the gateway knows it now (`rateLimit`, `extensions.rateLimit`). */
   budget(): BudgetView;
   /** Fields answered from earlier answers, because the upstream could not be asked (`extensions.stale`). */
@@ -98,7 +99,7 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
   const named = deps.clientIdHeader === undefined ? undefined : headers[deps.clientIdHeader];
   const clientId = own !== undefined ? '' : ((Array.isArray(named) ? named[0] : named) ?? request.remoteAddress ?? '');
   // Lines logged for this request name it, as its upstream requests do (X-Request-Id).
-  const logger = requestId === undefined ? deps.logger : deps.logger.child({ reqId: requestId });
+  const logger = requestId === undefined ? deps.logger : requestLogger(deps.logger, requestId);
   const operation = createOperation({
     requestId,
     logger,

@@ -7,14 +7,14 @@
 import { setMaxListeners } from 'node:events';
 import type { Span } from '@opentelemetry/api';
 import { budgetExceeded } from '../errors.js';
-import type { Logger } from '../logger.js';
+import type { LineLogger } from '../logger.js';
 import type { CancelSignal } from './cancel.js';
 import type { Stage } from './pipeline.js';
 
 export interface Operation {
   /** Sent upstream as X-Request-Id; undefined outside a GraphQL request. */
   readonly requestId: string | undefined;
-  readonly logger: Logger;
+  readonly logger: LineLogger;
   /** Aborted when the client has gone: what it still has queued is dropped, GETs in flight cancelled. */
   readonly signal: CancelSignal | undefined;
   /** Who the client is, for the fair share of a key shared by several clients. */
@@ -39,7 +39,7 @@ export interface Operation {
 
 export interface OperationOptions {
   readonly requestId?: string | undefined;
-  readonly logger: Logger;
+  readonly logger: LineLogger;
   readonly signal?: CancelSignal | undefined;
   readonly clientId?: string | undefined;
   readonly maxWaitMs: number;
