@@ -49,7 +49,7 @@ export async function fetchPetConnection(
   };
   for (;;) {
     page = sized(page, offset + args.first - edges.length);
-    // context.client primes the request's pet loader with every page it lists.
+    // context.client keeps every page it lists for the request's pet loader.
     const { pets, next, staleMs } = await client.listPets(context.key, page);
     oldest = staleMs === undefined ? oldest : Math.max(oldest ?? 0, staleMs);
     const here = pathOf(page);

@@ -1,11 +1,12 @@
 /**
- * Pet lookups by id: one DataLoader per request and API key, primed by every list response, whose
- * batch either scans `GET /pets` pages or calls the deprecated `GET /pets/{petId}` per id, as
- * `planLookup` decides. A scan ends: at the last page, at a page it has read before, at an empty
- * page that links on, at a link it will not follow, at the operation's budget, or when the client
- * leaves; an id it did not reach is an error that says why, never `null` (which would claim the pet
- * does not exist). With a pet memory (PETSTORE_CACHE_TTL, PETSTORE_STALE_TTL), what the key's list
- * pages showed moments ago answers first, and stands in for a lookup that fails.
+ * Pet lookups by id: one DataLoader per request and API key, answered first from the request's own
+ * list responses, whose batch either scans `GET /pets` pages or calls the deprecated
+ * `GET /pets/{petId}` per id, as `planLookup` decides. A scan ends: at the last page, at a page it
+ * has read before, at an empty page that links on, at a link it will not follow, at the
+ * operation's budget, or when the client leaves; an id it did not reach is an error that says why,
+ * never `null` (which would claim the pet does not exist). With a pet memory (PETSTORE_CACHE_TTL,
+ * PETSTORE_STALE_TTL), what the key's list pages showed moments ago answers first, and stands in
+ * for a lookup that fails.
  */
 
 import DataLoader from 'dataloader';
@@ -43,7 +44,7 @@ export type PetLoader = DataLoader<string, PetModel | null>;
 export interface PetLookups {
   readonly loader: PetLoader;
   /**
-   * `options.client`, except that every `listPets` page primes the loader, and a batch dispatched
+   * `options.client`, except that every `listPets` page is kept for the loader, and a batch dispatched
    * while a page is in flight waits for it first: sibling fields such as `pets` and `pet(id:)` run
    * concurrently, and the list may carry the pet.
    */
@@ -60,11 +61,15 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
   // Every pet this request has had from the upstream; a batch answers these without asking again.
   const seen = new Map<string, PetModel>();
   const ages = new Map<string, number>();
+  // List pages not yet indexed into `seen`, in the order they came. Most requests list pets and
+  // never look one up: indexing (and priming the loader with) every pet of every page cost about
+  // 3.5 KB per request, so a page is indexed only when a lookup or a pet's age is asked for.
+  const listed: PetPage[] = [];
   const inFlight = new Set<Promise<PetPage>>();
   // Once a scan has read every page in this request, an id it did not find is absent.
   let scannedToEnd = false;
 
-  function take(pets: readonly PetModel[], staleMs: number | undefined): void {
+  function index(pets: readonly PetModel[], staleMs: number | undefined): void {
     for (const pet of pets) {
       seen.set(pet.id, pet);
       if (staleMs === undefined) ages.delete(pet.id);
@@ -72,14 +77,24 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
     }
   }
 
+  /** Indexes the pages listed so far; before any read of `seen` or `ages`, so they hold what came, in order. */
+  function absorb(): void {
+    for (const page of listed) index(page.pets, page.staleMs);
+    listed.length = 0;
+  }
+
+  function take(pets: readonly PetModel[], staleMs: number | undefined): void {
+    absorb();
+    index(pets, staleMs);
+  }
+
   // createRestClient returns a plain object, so spreading it keeps every other method.
   const client: RestClient = {
     ...options.client,
     listPets(pageKey, url) {
       const page = options.client.listPets(pageKey, url).then((result) => {
-        take(result.pets, result.staleMs);
+        listed.push(result);
         if (result.staleMs === undefined) memory?.pets.remember(keyId, result.pets, options.now());
-        for (const pet of result.pets) loader.prime(pet.id, pet);
         return result;
       });
       inFlight.add(page);
@@ -150,9 +165,13 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
 
   const loader: PetLoader = new DataLoader(
     async (ids) => {
-      options.onBatch?.(ids.length);
+      absorb();
+      // Ids a page of this request already listed are answered here, without a batch of their own.
+      const asked = ids.filter((id) => !seen.has(id)).length;
+      if (asked > 0) options.onBatch?.(asked);
       // Sibling fields resolve concurrently: a list page of this request still in flight may carry these pets.
       while (inFlight.size > 0) await Promise.allSettled(inFlight);
+      absorb();
       const unseen = scannedToEnd ? [] : ids.filter((id) => !seen.has(id));
       const learned = recall(unseen, memory?.freshMs ?? 0, false);
       const missing = unseen.filter((id) => !learned.has(id));
@@ -168,6 +187,7 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
         else {
           // A failed page fails the whole batch; DataLoader then forgets these ids, so a later load asks again.
           const stopped = await scan(missing).catch((error: unknown) => error as Error);
+          absorb();
           if (stopped !== undefined)
             failures = new Map(missing.filter((id) => !seen.has(id)).map((id) => [id, stopped]));
         }
@@ -181,11 +201,19 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
       for (const id of standIns.keys()) failures.delete(id);
       // DataLoader would cache a failed id's error for the rest of the request; a later load asks again.
       for (const id of failures.keys()) loader.clear(id);
+      absorb();
       return ids.map((id) => seen.get(id) ?? failures.get(id) ?? null);
     },
     { maxBatchSize: options.maxBatchSize ?? 1_000 },
   );
-  return { loader, client, staleMs: (id) => ages.get(id) };
+  return {
+    loader,
+    client,
+    staleMs: (id) => {
+      absorb();
+      return ages.get(id);
+    },
+  };
 }
 
 function codeOf(error: Error): string {
