@@ -15,6 +15,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type CallFrame, owner, where } from './lib/frames.js';
 import { chooseTool, load } from './lib/load.js';
 import { walkMix } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
@@ -24,11 +25,7 @@ import { gatewayTarget, type PageQuery } from './lib/targets.js';
 
 interface ProfileNode {
   readonly id: number;
-  readonly callFrame: {
-    readonly functionName: string;
-    readonly url: string;
-    readonly lineNumber: number;
-  };
+  readonly callFrame: CallFrame;
 }
 
 interface CpuProfile {
@@ -39,43 +36,6 @@ interface CpuProfile {
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10);
 const MIX = process.env.BENCH_WORKLOAD === 'mix';
-
-/** Who owns a frame: a package, Node, the gateway, or V8's pseudo-frames. */
-function owner(node: ProfileNode): string {
-  const { functionName, url } = node.callFrame;
-  if (url === '') {
-    if (functionName === '(idle)') return 'idle (waiting on the store or the load tool)';
-    if (functionName === '(garbage collector)') return 'garbage collector';
-    if (functionName === '(program)') return 'V8 itself (compiler, runtime)';
-    return 'native code (JSON, crypto, buffers)';
-  }
-  if (url.startsWith('node:')) {
-    const module = url.slice('node:'.length).replace(/^internal\//, '');
-    if (/^(http|_http|net|stream|streams|tls|dns|url)/.test(module)) return 'Node: HTTP, sockets, streams';
-    if (/^(timers|process|async_hooks|event_target|abort_controller|events)/.test(module)) {
-      return 'Node: timers, events, abort signals';
-    }
-    return 'Node: other';
-  }
-  const inPackage = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (inPackage?.[1]) {
-    const name = inPackage[1];
-    if (name.startsWith('@apollo/')) return 'Apollo Server (@apollo/*)';
-    return name;
-  }
-  if (url.includes('/dist/')) return 'this gateway (dist/)';
-  return 'other';
-}
-
-/** A function as the profile names it: name, file and line. */
-function where(node: ProfileNode): string {
-  const { functionName, url, lineNumber } = node.callFrame;
-  // A package's files by package (`@apollo/server/dist/esm/…`), the gateway's own by `dist/…`.
-  const file = url.includes('/node_modules/')
-    ? url.replace(/^.*node_modules\//, '')
-    : url.replace(/^.*\/dist\//, 'dist/');
-  return `${functionName || '(anonymous)'} ${file}:${lineNumber + 1}`;
-}
 
 /** Self time by owner, and by function (the heaviest first), as shares of all samples. */
 function summarise(file: string): { owners: Array<[string, number]>; functions: Array<[string, number]> } {
@@ -88,8 +48,9 @@ function summarise(file: string): { owners: Array<[string, number]>; functions: 
     const node = byId.get(id);
     const delta = profile.timeDeltas[i] ?? 0;
     if (node === undefined) return;
-    owners.set(owner(node), (owners.get(owner(node)) ?? 0) + delta);
-    if (node.callFrame.url !== '') functions.set(where(node), (functions.get(where(node)) ?? 0) + delta);
+    owners.set(owner(node.callFrame), (owners.get(owner(node.callFrame)) ?? 0) + delta);
+    if (node.callFrame.url !== '')
+      functions.set(where(node.callFrame), (functions.get(where(node.callFrame)) ?? 0) + delta);
     all += delta;
   });
   const shares = (totals: Map<string, number>) =>
