@@ -7,6 +7,10 @@
  * query; the medians over the rounds come last. Builds alternate, each round starting one further
  * along, so a machine that gets busier or quieter during the run weighs on all of them alike.
  *
+ * An argument may carry Node flags after the folder, as one quoted argument (`"dist
+ * --max-old-space-size=1024"`): they come after `npm start`'s --max-old-space-size=256, so they
+ * override it. Each row also gives the server's peak resident set (VmHWM) over its warm-up and run.
+ *
  * Settings: BENCH_ROUNDS (6), BENCH_DURATION (5 s), BENCH_WARMUP (3 s), BENCH_CONNECTIONS (32),
  * BENCH_COALESCE (false: sharing off; true: coalescing on, the default of the gateway; both: each
  * build twice, a row for each, to see what sharing costs where nothing is shared),
@@ -19,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseTool, load, type Measurement, measure, positive } from './lib/load.js';
 import { walkMix } from './lib/mix.js';
-import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
+import { LOAD_CORE, pinSelf, rssMb, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
 import { median } from './lib/report.js';
 import { ONE_CALL } from './lib/runs.js';
 import { startFloorServer, startGateway, startStore } from './lib/servers.js';
@@ -43,17 +47,23 @@ if (MIX && TOOL !== 'wrk') {
   process.exit(2);
 }
 
-/** What each row runs: a build, and the gateway's PETSTORE_COALESCE (the floor has no such setting). */
+/**
+ * What each row runs: a build, Node's flags for it (after `npm start`'s --max-old-space-size=256,
+ * so they override it), and the gateway's PETSTORE_COALESCE (the floor has neither).
+ */
 interface Entry {
   readonly label: string;
   readonly build: string;
+  readonly flags: readonly string[];
   readonly coalesce: string;
 }
-const entries: Entry[] = builds.flatMap((build) => {
+const entries: Entry[] = builds.flatMap((argument) => {
+  const [build = '', ...flags] = argument.trim().split(/\s+/);
   const modes = build === 'apollo' || COALESCE !== 'both' ? [COALESCE] : ['true', 'false'];
   return modes.map((coalesce) => ({
-    label: modes.length > 1 ? `${build}, coalescing ${coalesce === 'true' ? 'on' : 'off'}` : build,
+    label: modes.length > 1 ? `${argument}, coalescing ${coalesce === 'true' ? 'on' : 'off'}` : argument,
     build,
+    flags,
     coalesce: coalesce as string,
   }));
 });
@@ -64,7 +74,9 @@ process.once('SIGINT', () => {
   process.exit(130);
 });
 const dir = mkdtempSync(join(tmpdir(), 'petstore-compare-'));
-const runs = new Map<string, Measurement[]>(entries.map((entry) => [entry.label, []]));
+/** A run, with the server's peak resident set over its life (warm-up and run). */
+type Run = Measurement & { readonly peakRssMb: number };
+const runs = new Map<string, Run[]>(entries.map((entry) => [entry.label, []]));
 try {
   const store = await startStore(LOAD_CORE);
   let pages: readonly PageQuery[] = [ONE_CALL];
@@ -72,16 +84,19 @@ try {
   for (let round = 1; round <= ROUNDS; round++) {
     // Each round starts one build further along, so no build always runs first or after the same one.
     const order = [...entries.slice((round - 1) % entries.length), ...entries.slice(0, (round - 1) % entries.length)];
-    for (const { label, build, coalesce } of order) {
+    for (const { label, build, flags, coalesce } of order) {
       const served =
         build === 'apollo'
           ? await startFloorServer(SERVER_CORE, store.url, 'apollo')
-          : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, [], join(build, 'main.js'));
+          : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, flags, join(build, 'main.js'));
       const target = gatewayTarget(label, served.url, served.pid, build === 'apollo' ? 'id' : 'cursor');
       const requests = pages.map((page) => target.request(page, MIX ? 'variables' : undefined));
       const options = { tool: TOOL, connections: CONNECTIONS, dir };
       await load(target, requests, { ...options, seconds: WARMUP_S });
-      const run = await measure(target, requests, { ...options, seconds: DURATION_S });
+      const run = {
+        ...(await measure(target, requests, { ...options, seconds: DURATION_S })),
+        peakRssMb: rssMb(served.pid, 'peak'),
+      };
       await stop(served.child);
       runs.get(label)?.push(run);
       console.error(`round ${round}: ${label}: ${run.rps.toFixed(0)} req/s, errors ${run.errors}`);
@@ -91,14 +106,14 @@ try {
   console.log(
     `Command: \`BENCH_COALESCE=${COALESCE}${MIX ? ' BENCH_WORKLOAD=mix' : ''} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${MIX ? `the distinct mix (${pages.length} pages)` : 'the one-call query'}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
   );
-  console.log('| build | req/s | CPU ms/request | p50 ms | p99 ms | each round, req/s | errors |');
-  console.log('|---|---:|---:|---:|---:|---|---:|');
+  console.log('| build | req/s | CPU ms/request | p50 ms | p99 ms | peak RSS MB | each round, req/s | errors |');
+  console.log('|---|---:|---:|---:|---:|---:|---|---:|');
   for (const [build, measured] of runs) {
     const rounds = measured.map((run) => run.rps.toFixed(0)).join(', ');
     const cpu = median(measured.map((run) => (run.cpuS * 1000) / Math.max(1, run.requests)));
     const errors = measured.reduce((sum, run) => sum + run.errors, 0);
     console.log(
-      `| ${build} | ${median(measured.map((run) => run.rps)).toFixed(0)} | ${cpu.toFixed(3)} | ${median(measured.map((run) => run.p50Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms)).toFixed(2)} | ${rounds} | ${errors} |`,
+      `| ${build} | ${median(measured.map((run) => run.rps)).toFixed(0)} | ${cpu.toFixed(3)} | ${median(measured.map((run) => run.p50Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms)).toFixed(2)} | ${median(measured.map((run) => run.peakRssMb)).toFixed(0)} | ${rounds} | ${errors} |`,
     );
   }
 } finally {

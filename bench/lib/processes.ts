@@ -100,8 +100,9 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
-/** Resident set of process `pid` in MB (/proc/PID/status VmRSS). */
-export function rssMb(pid: number): number {
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+/** Resident set of process `pid` in MB (/proc/PID/status VmRSS), or its peak so far (VmHWM). */
+export function rssMb(pid: number, which: 'now' | 'peak' = 'now'): number {
+  const field = which === 'now' ? /^VmRSS:\s+(\d+) kB$/m : /^VmHWM:\s+(\d+) kB$/m;
+  const match = field.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) / 1024 : 0;
 }
