@@ -45,9 +45,15 @@ export interface PetEdgeModel {
   readonly node: PetModel;
 }
 
-/** A page of the `pets` connection, already cut to `first`. */
+/**
+ * A page of the `pets` connection, already cut to `first`: its pets, and where the connection
+ * continues after each, worked out only when an edge or a cursor is asked for (most clients ask
+ * for nodes alone).
+ */
 export interface PetConnectionModel {
-  readonly edges: readonly PetEdgeModel[];
+  readonly nodes: readonly PetModel[];
+  /** Where the connection continues after `nodes[index]`. */
+  position(index: number): CursorPosition;
   readonly hasNextPage: boolean;
 }
 

@@ -8,7 +8,8 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { type GatewayContext, noteStale } from './context.js';
 import { badUserInput, upstreamUnavailable } from './errors.js';
-import type { PetConnectionModel, PetEdgeModel, PetModel } from './models.js';
+import type { CursorPosition } from './ids.js';
+import type { PetConnectionModel, PetModel } from './models.js';
 import { isPetsPageUrl } from './rest/link.js';
 import { canCharge } from './rest/operation.js';
 
@@ -38,54 +39,80 @@ export async function fetchPetConnection(
     offset = position.offset;
   }
 
-  const edges: PetEdgeModel[] = [];
-  // Pages read, by pageKey: named only once a link is to be followed, as most fields read one page.
-  const read = new Set<string>();
+  /** The pets so far: while one page is taken whole, that page's own list (read, never written). */
+  let nodes: readonly PetModel[] = [];
+  let copied = false;
+  const segments: Segment[] = [];
+  // Pages read, by pageKey: made and named only once a link is to be followed, as most fields read one page.
+  let read: Set<string> | undefined;
   /** The age of the oldest page served stale, if any was. */
   let oldest: number | undefined;
-  const done = (connection: PetConnectionModel) => {
+  const done = (hasNextPage: boolean): PetConnectionModel => {
     noteStale(context, path, oldest);
-    return connection;
+    return { nodes, hasNextPage, position: (index) => positionOf(segments, index, args.status) };
   };
   for (;;) {
-    page = sized(page, offset + args.first - edges.length);
+    const count = nodes.length;
+    page = sized(page, offset + args.first - count);
     // context.client keeps every page it lists for the request's pet loader.
     const { pets, next, staleMs } = await client.listPets(context.key, page);
     oldest = staleMs === undefined ? oldest : Math.max(oldest ?? 0, staleMs);
-    const here = pathOf(page);
-    const after = next === undefined ? undefined : pathOf(next);
-    const taken = pets.slice(offset, offset + args.first - edges.length);
-    for (let i = 0; i < taken.length; i++) {
-      const consumed = offset + i + 1;
-      // The last pet of a page points at the next page, so continuing costs no re-read of this one.
-      const position =
-        consumed === pets.length && after !== undefined
-          ? { page: after, offset: 0, status: args.status }
-          : { page: here, offset: consumed, status: args.status };
-      edges.push({ position, node: taken[i] as PetModel });
+    const taken = Math.max(0, Math.min(pets.length - offset, args.first - count));
+    segments.push({ page, next, start: count, offset, taken, size: pets.length });
+    // The common field, one page taken whole, hands on the page's own list without a copy.
+    if (count === 0 && taken === pets.length) nodes = pets;
+    else {
+      const own = copied ? (nodes as PetModel[]) : [...nodes];
+      copied = true;
+      for (let i = 0; i < taken; i++) own.push(pets[offset + i] as PetModel);
+      nodes = own;
     }
-    const restOfPage = offset + taken.length < pets.length;
-    if (edges.length === args.first || restOfPage || next === undefined) {
-      return done({ edges, hasNextPage: restOfPage || next !== undefined });
+    const restOfPage = offset + taken < pets.length;
+    if (nodes.length === args.first || restOfPage || next === undefined) {
+      return done(restOfPage || next !== undefined);
     }
     // An upstream that pages in circles, or links on from a page with nothing left to give.
+    read ??= new Set<string>();
     read.add(pageKey(page));
     const looped = read.has(pageKey(next));
-    if (looped || taken.length === 0) {
-      if (edges.length === 0) {
+    if (looped || taken === 0) {
+      if (nodes.length === 0) {
         throw upstreamUnavailable(
           `the Pet Store ${looped ? 'linked back to a page already read' : 'linked on from an empty page'}`,
         );
       }
-      return done({ edges, hasNextPage: !looped });
+      return done(!looped);
     }
     // Out of budget: what was read is a whole answer; the last cursor continues in another operation.
-    if (!canCharge(context.operation)) return done({ edges, hasNextPage: true });
+    if (!canCharge(context.operation)) return done(true);
     page = next;
     offset = 0;
     // A page answered from the cache resolves at once: let the event loop breathe between pages.
     await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/** One upstream page as the connection took it: `taken` of its `size` pets from `offset`, as `nodes[start…]`. */
+interface Segment {
+  readonly page: URL;
+  readonly next: URL | undefined;
+  readonly start: number;
+  readonly offset: number;
+  readonly taken: number;
+  readonly size: number;
+}
+
+/**
+ * Where the connection continues after `nodes[index]`: after that pet on its page, or, for the last
+ * pet of a page that links on, at the start of the next page, so continuing costs no re-read.
+ */
+function positionOf(segments: readonly Segment[], index: number, status: string | undefined): CursorPosition {
+  const segment = segments.find((s) => index >= s.start && index < s.start + s.taken);
+  if (segment === undefined) throw new RangeError(`no pet at ${index} of this connection`);
+  const consumed = segment.offset + (index - segment.start) + 1;
+  return consumed === segment.size && segment.next !== undefined
+    ? { page: pathOf(segment.next), offset: 0, status }
+    : { page: pathOf(segment.page), offset: consumed, status };
 }
 
 /**
