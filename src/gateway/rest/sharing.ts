@@ -65,7 +65,16 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
       };
       if (signal.aborted) return leave();
       signal.addEventListener('abort', leave, { once: true });
-      shared.response.then(resolve, reject).finally(() => signal.removeEventListener('abort', leave));
+      shared.response.then(
+        (response) => {
+          signal.removeEventListener('abort', leave);
+          resolve(response);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', leave);
+          reject(error);
+        },
+      );
     });
   }
 
@@ -77,6 +86,16 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     return code === undefined || code === 'RATE_LIMITED' || code === 'UPSTREAM_UNAVAILABLE';
   }
 
+  /** An earlier answer standing in for `call`'s, marked with its age. */
+  function served(answer: StoredAnswer, call: UpstreamCall): UpstreamResponse {
+    options.onStale?.();
+    call.operation.span?.addEvent('served stale answer', {
+      'petstore.route': call.route,
+      'petstore.age_ms': Math.max(0, now() - answer.at),
+    });
+    return { ...answer.response, staleMs: Math.max(0, now() - answer.at) };
+  }
+
   /** The upstream's answer, or, when it fails as `standsIn` says, the stored one marked with its age. */
   async function fetch(
     next: (call: UpstreamCall) => Promise<UpstreamResponse>,
@@ -86,45 +105,48 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     generation: number,
   ): Promise<UpstreamResponse> {
     const stale = stored !== undefined && now() - stored.at <= staleTtlMs ? stored : undefined;
-    const served = (answer: StoredAnswer): UpstreamResponse => {
-      options.onStale?.();
-      call.operation.span?.addEvent('served stale answer', {
-        'petstore.route': call.route,
-        'petstore.age_ms': Math.max(0, now() - answer.at),
-      });
-      return { ...answer.response, staleMs: Math.max(0, now() - answer.at) };
-    };
     let response: UpstreamResponse;
     try {
       response = await next({ ...call, signal });
     } catch (error) {
-      if (stale !== undefined && standsIn({ error }, call)) return served(stale);
+      if (stale !== undefined && standsIn({ error }, call)) return served(stale, call);
       throw error;
     }
     if (response.status === 200 && keepMs > 0) {
       // Kept whatever happens to the store: an answer not kept is only an answer not shared.
       answers.set(call.keyId, call.url.href, { response, at: now() }, keepMs, generation).catch(() => {});
     } else if (stale !== undefined && standsIn({ response }, call)) {
-      return served(stale);
+      return served(stale, call);
     }
     return response;
   }
 
-  async function read(next: (call: UpstreamCall) => Promise<UpstreamResponse>, call: UpstreamCall) {
-    const id = `${call.keyId} ${call.url.href}`;
-    let stored: StoredAnswer | undefined;
-    let generation = 0;
-    if (keepMs > 0) {
-      [stored, generation] = await Promise.all([
-        answers.get(call.keyId, call.url.href),
-        answers.generation(call.keyId),
-      ]);
-      if (stored !== undefined && now() - stored.at <= options.ttlMs) {
-        options.onCacheHit?.();
-        call.operation.span?.addEvent('answered from cache', { 'petstore.route': call.route });
-        return stored.response;
-      }
+  /** A GET: from the cache when it is on, else joined to the same GET in flight, else sent as one others may join. */
+  function read(next: (call: UpstreamCall) => Promise<UpstreamResponse>, call: UpstreamCall) {
+    // Not an async function on the common path: each async layer costs a promise and a tick per request.
+    return keepMs > 0 ? readKept(next, call) : share(next, call, undefined, 0);
+  }
+
+  async function readKept(next: (call: UpstreamCall) => Promise<UpstreamResponse>, call: UpstreamCall) {
+    const [stored, generation] = await Promise.all([
+      answers.get(call.keyId, call.url.href),
+      answers.generation(call.keyId),
+    ]);
+    if (stored !== undefined && now() - stored.at <= options.ttlMs) {
+      options.onCacheHit?.();
+      call.operation.span?.addEvent('answered from cache', { 'petstore.route': call.route });
+      return stored.response;
     }
+    return share(next, call, stored, generation);
+  }
+
+  function share(
+    next: (call: UpstreamCall) => Promise<UpstreamResponse>,
+    call: UpstreamCall,
+    stored: StoredAnswer | undefined,
+    generation: number,
+  ): Promise<UpstreamResponse> {
+    const id = `${call.keyId} ${call.url.href}`;
     const joined = options.coalesce === false ? undefined : inFlight.get(id);
     if (joined !== undefined) {
       options.onCoalesced?.();
@@ -136,7 +158,8 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     const shared: Shared = {
       controller,
       waiting: 0,
-      response: fetch(next, call, controller, stored, generation),
+      // With nothing kept, no earlier answer can stand in and none is to be stored: the upstream's is the answer.
+      response: keepMs > 0 ? fetch(next, call, controller, stored, generation) : next({ ...call, signal: controller }),
     };
     inFlight.set(id, shared);
     const settle = () => {
@@ -144,6 +167,15 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     };
     shared.response.then(settle, settle);
     return wait(shared, call);
+  }
+
+  async function write(next: (call: UpstreamCall) => Promise<UpstreamResponse>, call: UpstreamCall) {
+    try {
+      return await next(call);
+    } finally {
+      // Whatever the outcome, the key's shared reads may now describe the catalogue before this write.
+      await invalidate(call.keyId);
+    }
   }
 
   async function invalidate(keyId: string): Promise<void> {
@@ -154,15 +186,7 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
   }
 
   return {
-    stage: (next) => async (call) => {
-      if (!isWrite(call)) return read(next, call);
-      try {
-        return await next(call);
-      } finally {
-        // Whatever the outcome, the key's shared reads may now describe the catalogue before this write.
-        await invalidate(call.keyId);
-      }
-    },
+    stage: (next) => (call) => (isWrite(call) ? write(next, call) : read(next, call)),
     invalidate,
     close: () => answers.close(),
   };
