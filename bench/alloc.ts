@@ -25,11 +25,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type CallFrame, owner, where } from './lib/frames.js';
 import { chooseTool, load, positive } from './lib/load.js';
-import { walkMix } from './lib/mix.js';
+import { loadWorkload, type Workload, wantsMix } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
-import { ONE_CALL } from './lib/runs.js';
 import { startGateway, startStore } from './lib/servers.js';
-import { gatewayTarget, type PageQuery } from './lib/targets.js';
+import { gatewayTarget } from './lib/targets.js';
 
 interface HeapNode {
   readonly callFrame: CallFrame;
@@ -43,9 +42,9 @@ interface Recorded {
 }
 
 const SECONDS = positive('BENCH_DURATION', 10);
-const MIX = process.env.BENCH_WORKLOAD === 'mix';
 const COALESCE = process.env.BENCH_COALESCE === 'true' ? 'true' : 'false';
 const TOOL = chooseTool(process.env.BENCH_TOOL);
+const MIX = wantsMix(TOOL);
 const PRELOAD = fileURLToPath(new URL('./alloc-preload.mjs', import.meta.url));
 /** Functions listed per table. */
 const TOP = positive('BENCH_ALLOC_TOP', 15);
@@ -91,7 +90,7 @@ async function waitForFile(file: string, timeoutMs = 30_000): Promise<Recorded> 
   }
 }
 
-async function record(storeUrl: string, keep: 'all' | 'old', pages: readonly PageQuery[], dir: string) {
+async function record(storeUrl: string, keep: 'all' | 'old', workload: Workload, dir: string) {
   const file = join(dir, `${keep}.json`);
   const gateway = await startGateway(
     SERVER_CORE,
@@ -101,7 +100,7 @@ async function record(storeUrl: string, keep: 'all' | 'old', pages: readonly Pag
   );
   try {
     const target = gatewayTarget(keep, gateway.url, gateway.pid);
-    const requests = pages.map((page) => target.request(page, MIX ? 'variables' : undefined));
+    const requests = workload.pages.map((page) => target.request(page, workload.form));
     const options = { tool: TOOL, connections: 32, dir };
     await load(target, requests, { ...options, seconds: 2 });
     // The preload's switch: the first SIGUSR2 starts sampling, the second writes the profile.
@@ -125,14 +124,14 @@ process.once('SIGINT', () => {
 const dir = mkdtempSync(join(tmpdir(), 'petstore-alloc-'));
 try {
   const store = await startStore(LOAD_CORE);
-  const pages = MIX ? await walkMix(SERVER_CORE, store.url) : [ONE_CALL];
+  const workload = await loadWorkload(MIX, SERVER_CORE, store.url);
   const runs = [
-    ['allocated (everything, whatever freed it)', await record(store.url, 'all', pages, dir)],
-    ['kept past the young generation (promoted or still live)', await record(store.url, 'old', pages, dir)],
+    ['allocated (everything, whatever freed it)', await record(store.url, 'all', workload, dir)],
+    ['kept past the young generation (promoted or still live)', await record(store.url, 'old', workload, dir)],
   ] as const;
   console.log(
-    `Command: \`${MIX ? 'BENCH_WORKLOAD=mix ' : ''}BENCH_COALESCE=${COALESCE} npm run bench:alloc\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ` +
-      `${MIX ? `the distinct mix (${pages.length} pages)` : 'the one-call query'}, ${TOOL}, 32 connections, ${SECONDS} s after a 2 s warm-up; ` +
+    `Command: \`${workload.setting}BENCH_COALESCE=${COALESCE} npm run bench:alloc\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ` +
+      `${workload.description}, ${TOOL}, 32 connections, ${SECONDS} s after a 2 s warm-up; ` +
       `gateway on core ${SERVER_CORE}, V8's sampling heap profiler (every 1 KB on average).\n`,
   );
   for (const [label, { result, recorded, all, owners, functions }] of runs) {

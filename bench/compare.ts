@@ -22,12 +22,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseTool, load, type Measurement, measure, positive } from './lib/load.js';
-import { walkMix } from './lib/mix.js';
+import { loadWorkload, wantsMix } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, rssMb, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
 import { median } from './lib/report.js';
-import { ONE_CALL } from './lib/runs.js';
 import { startFloorServer, startGateway, startStore } from './lib/servers.js';
-import { gatewayTarget, type PageQuery } from './lib/targets.js';
+import { gatewayTarget } from './lib/targets.js';
 
 const builds = process.argv.slice(2);
 if (builds.length < (process.env.BENCH_COALESCE === 'both' ? 1 : 2)) {
@@ -39,13 +38,10 @@ const ROUNDS = positive('BENCH_ROUNDS', 6);
 const DURATION_S = positive('BENCH_DURATION', 5);
 const WARMUP_S = positive('BENCH_WARMUP', 3);
 const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
-const COALESCE = ['true', 'both'].includes(process.env.BENCH_COALESCE ?? '') ? process.env.BENCH_COALESCE : 'false';
-const MIX = process.env.BENCH_WORKLOAD === 'mix';
+const COALESCE =
+  process.env.BENCH_COALESCE === 'true' || process.env.BENCH_COALESCE === 'both' ? process.env.BENCH_COALESCE : 'false';
 const TOOL = chooseTool(process.env.BENCH_TOOL);
-if (MIX && TOOL !== 'wrk') {
-  console.error('BENCH_WORKLOAD=mix needs wrk (apt-get install -y wrk)');
-  process.exit(2);
-}
+const MIX = wantsMix(TOOL);
 
 /**
  * What each row runs: a build, Node's flags for it (after `npm start`'s --max-old-space-size=256,
@@ -64,7 +60,7 @@ const entries: Entry[] = builds.flatMap((argument) => {
     label: modes.length > 1 ? `${argument}, coalescing ${coalesce === 'true' ? 'on' : 'off'}` : argument,
     build,
     flags,
-    coalesce: coalesce as string,
+    coalesce,
   }));
 });
 
@@ -79,8 +75,7 @@ type Run = Measurement & { readonly peakRssMb: number };
 const runs = new Map<string, Run[]>(entries.map((entry) => [entry.label, []]));
 try {
   const store = await startStore(LOAD_CORE);
-  let pages: readonly PageQuery[] = [ONE_CALL];
-  if (MIX) pages = await walkMix(SERVER_CORE, store.url);
+  const workload = await loadWorkload(MIX, SERVER_CORE, store.url);
   for (let round = 1; round <= ROUNDS; round++) {
     // Each round starts one build further along, so no build always runs first or after the same one.
     const order = [...entries.slice((round - 1) % entries.length), ...entries.slice(0, (round - 1) % entries.length)];
@@ -90,7 +85,7 @@ try {
           ? await startFloorServer(SERVER_CORE, store.url, 'apollo')
           : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, flags, join(build, 'main.js'));
       const target = gatewayTarget(label, served.url, served.pid, build === 'apollo' ? 'id' : 'cursor');
-      const requests = pages.map((page) => target.request(page, MIX ? 'variables' : undefined));
+      const requests = workload.pages.map((page) => target.request(page, workload.form));
       const options = { tool: TOOL, connections: CONNECTIONS, dir };
       await load(target, requests, { ...options, seconds: WARMUP_S });
       const run = {
@@ -104,7 +99,7 @@ try {
   }
   await stop(store.child);
   console.log(
-    `Command: \`BENCH_COALESCE=${COALESCE}${MIX ? ' BENCH_WORKLOAD=mix' : ''} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${MIX ? `the distinct mix (${pages.length} pages)` : 'the one-call query'}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
+    `Command: \`${workload.setting}BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${workload.description}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
   );
   console.log('| build | req/s | CPU ms/request | p50 ms | p99 ms | peak RSS MB | each round, req/s | errors |');
   console.log('|---|---:|---:|---:|---:|---:|---|---:|');

@@ -17,11 +17,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type CallFrame, owner, where } from './lib/frames.js';
 import { chooseTool, load } from './lib/load.js';
-import { walkMix } from './lib/mix.js';
+import { loadWorkload, type Workload, wantsMix } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
-import { ONE_CALL } from './lib/runs.js';
 import { startGateway, startStore } from './lib/servers.js';
-import { gatewayTarget, type PageQuery } from './lib/targets.js';
+import { gatewayTarget } from './lib/targets.js';
 
 interface ProfileNode {
   readonly id: number;
@@ -35,7 +34,6 @@ interface CpuProfile {
 }
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10);
-const MIX = process.env.BENCH_WORKLOAD === 'mix';
 
 /** Self time by owner, and by function (the heaviest first), as shares of all samples. */
 function summarise(file: string): { owners: Array<[string, number]>; functions: Array<[string, number]> } {
@@ -61,12 +59,7 @@ function summarise(file: string): { owners: Array<[string, number]>; functions: 
 /** BENCH_PROFILE_DIR keeps the .cpuprofile files there (Chrome DevTools opens them); else they are removed. */
 const KEEP = process.env.BENCH_PROFILE_DIR || undefined;
 
-async function profileOnce(
-  label: string,
-  storeUrl: string,
-  settings: Record<string, string>,
-  pages: readonly PageQuery[],
-) {
+async function profileOnce(label: string, storeUrl: string, settings: Record<string, string>, workload: Workload) {
   if (KEEP !== undefined) mkdirSync(KEEP, { recursive: true });
   const dir = mkdtempSync(join(KEEP ?? tmpdir(), 'petstore-profile-'));
   try {
@@ -76,7 +69,7 @@ async function profileOnce(
       '--cpu-prof-interval=250',
     ]);
     const target = gatewayTarget(label, gateway.url, gateway.pid);
-    const requests = pages.map((page) => target.request(page, MIX ? 'variables' : undefined));
+    const requests = workload.pages.map((page) => target.request(page, workload.form));
     // A short warm-up, so the profile is of the steady state rather than of V8 compiling.
     await load(target, requests, { tool: TOOL, seconds: 2, connections: 32, dir });
     const result = await load(target, requests, { tool: TOOL, seconds: SECONDS, connections: 32, dir });
@@ -93,10 +86,7 @@ async function profileOnce(
 }
 
 const TOOL = chooseTool(process.env.BENCH_TOOL);
-if (MIX && TOOL !== 'wrk') {
-  console.error('BENCH_WORKLOAD=mix needs wrk (apt-get install -y wrk)');
-  process.exit(2);
-}
+const MIX = wantsMix(TOOL);
 pinSelf(LOAD_CORE);
 process.once('SIGINT', () => {
   signalAll();
@@ -104,17 +94,17 @@ process.once('SIGINT', () => {
 });
 try {
   const store = await startStore(LOAD_CORE);
-  const pages = MIX ? await walkMix(SERVER_CORE, store.url) : [ONE_CALL];
+  const workload = await loadWorkload(MIX, SERVER_CORE, store.url);
   const rows: Array<[string, Awaited<ReturnType<typeof profileOnce>>]> = [];
   for (const [label, settings] of [
     ['`PETSTORE_COALESCE=false`', { PETSTORE_COALESCE: 'false' }],
     ['coalescing on (default)', {}],
   ] as const) {
-    rows.push([label, await profileOnce(label, store.url, settings, pages)]);
+    rows.push([label, await profileOnce(label, store.url, settings, workload)]);
   }
   console.log(
-    `Command: \`${MIX ? 'BENCH_WORKLOAD=mix ' : ''}npm run bench:profile\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ` +
-      `${MIX ? `the distinct mix (${pages.length} pages)` : 'the one-call query'}, ` +
+    `Command: \`${workload.setting}npm run bench:profile\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ` +
+      `${workload.description}, ` +
       `wrk 1 thread, 32 connections, ${SECONDS} s after a 2 s warm-up; gateway on core ${SERVER_CORE} under --cpu-prof.\n`,
   );
   for (const [label, { result, shares }] of rows) {

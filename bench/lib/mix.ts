@@ -9,9 +9,11 @@
  * store's `Link: rel="next"` URL says (`/v1/pets?limit=L&status=S&after=ID`).
  */
 
+import type { Tool } from './load.js';
 import { stop } from './processes.js';
+import { ONE_CALL } from './runs.js';
 import { startGateway } from './servers.js';
-import type { PageQuery, Target } from './targets.js';
+import type { Form, PageQuery, Target } from './targets.js';
 import { send } from './targets.js';
 
 const PAGE_SIZES = Array.from({ length: 100 }, (_, index) => index + 1);
@@ -29,6 +31,41 @@ const CHECK_CONCURRENCY = 8;
 export async function walkMix(core: string, storeUrl: string): Promise<PageQuery[]> {
   const walker = await startGateway(core, storeUrl);
   return collectMix(new URL('/graphql', walker.url).href).finally(() => stop(walker.child));
+}
+
+/**
+ * BENCH_WORKLOAD of bench:compare, bench:profile and bench:alloc: `mix` for the distinct mix, else
+ * the one-call query. The mix is a wrk script; without wrk the bench stops here, before it starts
+ * anything.
+ */
+export function wantsMix(tool: Tool): boolean {
+  const mix = process.env.BENCH_WORKLOAD === 'mix';
+  if (mix && tool !== 'wrk') {
+    console.error('BENCH_WORKLOAD=mix needs wrk (apt-get install -y wrk)');
+    process.exit(2);
+  }
+  return mix;
+}
+
+/** What a load run sends in turn, as a client sends it, and how a report names it. */
+export interface Workload {
+  readonly pages: readonly PageQuery[];
+  /** The mix with variables, one document per shape of page; the one-call query with literals. */
+  readonly form: Form | undefined;
+  /** For the report's command line: `BENCH_WORKLOAD=mix ` or nothing. */
+  readonly setting: string;
+  readonly description: string;
+}
+
+export async function loadWorkload(mix: boolean, core: string, storeUrl: string): Promise<Workload> {
+  if (!mix) return { pages: [ONE_CALL], form: undefined, setting: '', description: 'the one-call query' };
+  const pages = await walkMix(core, storeUrl);
+  return {
+    pages,
+    form: 'variables',
+    setting: 'BENCH_WORKLOAD=mix ',
+    description: `the distinct mix (${pages.length} pages)`,
+  };
 }
 
 /**

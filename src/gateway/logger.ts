@@ -27,10 +27,10 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   );
 }
 
-/** What a request's code writes lines through: the four levels it uses. */
-export type LineLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
-
 type Level = 'debug' | 'info' | 'warn' | 'error';
+
+/** What a request's code writes lines through: the four levels it uses. */
+export type LineLogger = Pick<Logger, Level>;
 
 /**
  * The logger of one request: `parent`'s child naming it (`reqId`), made when the request first
