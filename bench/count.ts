@@ -5,8 +5,10 @@
  * floors); none: `dist`.
  *
  * Why a count next to `bench:compare`: req/s on this shared 2-core machine moves by a third between
- * runs of one build, so a change worth 2-3% cannot be seen in it, however many rounds. An
- * instruction count does not depend on what else the machine does: each server runs under
+ * runs of one build, so a change worth 2-3% cannot be seen in it. An instruction count depends far
+ * less on what else the machine does, though not at all is too much: when the JIT's background
+ * compiles land and when the GC runs still shape it (one build moved 1-11% between rounds, the
+ * README). Each server runs under
  * callgrind (every thread of it: the JIT, the garbage collector's helpers), is warmed up with
  * BENCH_COUNT_WARMUP requests (1,500, so the optimised code is what gets counted), its counters are
  * zeroed (`callgrind_control -z`), then it answers exactly BENCH_COUNT_REQUESTS (1,000) requests from
@@ -14,9 +16,10 @@
  * time that is not instructions (cache misses, waits, the system calls' kernel side), so a win here
  * is still checked with `bench:compare` where it should show.
  *
- * Under callgrind a server runs 50-100 times slower: about 2 minutes per build with the defaults.
- * BENCH_ROUNDS (1) repeats each build, to show how much the count itself moves. BENCH_COALESCE as
- * in `bench:compare` (false by default); BENCH_WORKLOAD=mix sends the distinct mix.
+ * Under callgrind a server runs 50-100 times slower: about 3 minutes per build with the defaults.
+ * BENCH_ROUNDS (1) repeats each build: take the median of several, and a difference inside their
+ * spread as none. BENCH_COALESCE=true runs with coalescing on (default off, as in `bench:compare`);
+ * BENCH_WORKLOAD=mix sends the distinct mix.
  */
 
 import { execFileSync } from 'node:child_process';
