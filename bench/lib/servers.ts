@@ -22,21 +22,9 @@ export interface Served {
   readonly pid: number;
 }
 
-/**
- * A program the server runs under (valgrind for `npm run bench:count`), as a command and its
- * arguments before Node's path; none: Node itself.
- */
-export type Launcher = readonly string[];
-
-/** `pinned`'s command and arguments for Node with `args`, under `launcher` when one is given. */
-function under(launcher: Launcher, args: readonly string[]): [string, string[]] {
-  const [command, ...rest] = launcher;
-  return command === undefined ? [process.execPath, [...args]] : [command, [...rest, process.execPath, ...args]];
-}
-
 /** Starts a throughput-child.ts server pinned to `core` and waits for its URL. */
-async function startChild(core: string, args: string[], launcher: Launcher = []): Promise<Served> {
-  const child = pinned(core, ...under(launcher, ['--import', 'tsx', CHILD, ...args]), {
+async function startChild(core: string, args: string[]): Promise<Served> {
+  const child = pinned(core, process.execPath, ['--import', 'tsx', CHILD, ...args], {
     cwd: ROOT,
     // As deployed, and as Hive Gateway runs here: graphql-js skips its development checks.
     env: { ...process.env, NODE_ENV: 'production' },
@@ -65,9 +53,8 @@ export async function startGateway(
   settings: Record<string, string> = {},
   nodeArgs: readonly string[] = [],
   main = 'dist/main.js',
-  launcher: Launcher = [],
 ): Promise<Served> {
-  const child = pinned(core, ...under(launcher, ['--max-old-space-size=256', ...nodeArgs, main]), {
+  const child = pinned(core, process.execPath, ['--max-old-space-size=256', ...nodeArgs, main], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -104,8 +91,7 @@ export const startFloorServer = (
   core: string,
   storeUrl: string,
   which: 'floor' | 'apollo' = 'floor',
-  launcher: Launcher = [],
-): Promise<Served> => startChild(core, [which, storeUrl], launcher);
+): Promise<Served> => startChild(core, [which, storeUrl]);
 
 export interface StoreCounts {
   /** Requests the store has answered since it started. */
