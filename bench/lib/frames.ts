@@ -9,11 +9,14 @@ export interface CallFrame {
   readonly lineNumber: number;
 }
 
-/** Who owns a frame: a package, Node, the gateway, or V8's pseudo-frames. */
+/** The owner of V8's idle pseudo-frame: no CPU spent. */
+export const IDLE = 'idle (waiting on the store or the load tool)';
+
+/** Who owns a frame: a package, Node, the gateway, the floors of the bench, or V8's pseudo-frames. */
 export function owner(frame: CallFrame): string {
   const { functionName, url } = frame;
   if (url === '') {
-    if (functionName === '(idle)') return 'idle (waiting on the store or the load tool)';
+    if (functionName === '(idle)') return IDLE;
     if (functionName === '(garbage collector)') return 'garbage collector';
     if (functionName === '(program)') return 'V8 itself (compiler, runtime)';
     return 'native code (JSON, crypto, buffers)';
@@ -33,6 +36,7 @@ export function owner(frame: CallFrame): string {
     return name;
   }
   if (url.includes('/dist/')) return 'this gateway (dist/)';
+  if (url.includes('/bench/lib/floor.ts')) return "the floor's resolver and edge (bench/lib/floor.ts)";
   return 'other';
 }
 

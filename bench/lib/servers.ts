@@ -22,9 +22,9 @@ export interface Served {
   readonly pid: number;
 }
 
-/** Starts a throughput-child.ts server pinned to `core` and waits for its URL. */
-async function startChild(core: string, args: string[]): Promise<Served> {
-  const child = pinned(core, process.execPath, ['--import', 'tsx', CHILD, ...args], {
+/** Starts a throughput-child.ts server pinned to `core` and waits for its URL; `nodeArgs` as startGateway's. */
+async function startChild(core: string, args: string[], nodeArgs: readonly string[] = []): Promise<Served> {
+  const child = pinned(core, process.execPath, [...nodeArgs, '--import', 'tsx', CHILD, ...args], {
     cwd: ROOT,
     // As deployed, and as Hive Gateway runs here: graphql-js skips its development checks.
     env: { ...process.env, NODE_ENV: 'production' },
@@ -91,7 +91,8 @@ export const startFloorServer = (
   core: string,
   storeUrl: string,
   which: 'floor' | 'apollo' = 'floor',
-): Promise<Served> => startChild(core, [which, storeUrl]);
+  nodeArgs: readonly string[] = [],
+): Promise<Served> => startChild(core, [which, storeUrl], nodeArgs);
 
 export interface StoreCounts {
   /** Requests the store has answered since it started. */
