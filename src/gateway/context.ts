@@ -36,6 +36,8 @@ export interface GatewayContext {
   petStaleMs(id: string): number | undefined;
   /** The request's span, when tracing is on. */
   readonly trace: OperationTrace | undefined;
+  /** `performance.now()` when the context was made: the start of the operation's logged duration. */
+  readonly startedAt: number;
 }
 
 export interface StaleNote {
@@ -134,6 +136,7 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
     stale: [],
     petStaleMs: (id) => lookups.staleMs(id),
     trace: request.trace,
+    startedAt: performance.now(),
   };
 }
 

@@ -5,9 +5,10 @@
  * GraphQL request must not be able to spend a plan's minute.
  */
 
-import { type ApolloServerPlugin, HeaderMap } from '@apollo/server';
+import { HeaderMap } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import {
+  type DocumentNode,
   type FragmentDefinitionNode,
   Kind,
   type OperationDefinitionNode,
@@ -18,7 +19,8 @@ import type { OperationLimits, PetLookup, RateWindow } from '../config.js';
 import type { GatewayContext } from './context.js';
 import { budgetExceeded } from './errors.js';
 import { type LookupStats, planLookup } from './loaders/lookup-plan.js';
-import { dryRunBody, isDryRun } from './plugins/dry-run.js';
+import { dryRunBody, isDryRun, mayDryRun } from './plugins/dry-run.js';
+import type { RequestHooks } from './plugins/request-hooks.js';
 
 /** graphql-armor's protections, with the configured limits; its messages name the limit exceeded. */
 export function armorProtection(limits: OperationLimits) {
@@ -56,38 +58,73 @@ export function maxUpstreamRequests(limits: OperationLimits, windows: readonly R
  * key's budget. An operation that asks `rateLimit(dryRun: true)` is answered here with that field
  * alone: nothing else runs and nothing goes upstream, however much it would cost.
  */
-export function upstreamEstimatePlugin(options: UpstreamEstimateOptions): ApolloServerPlugin<GatewayContext> {
+export function upstreamEstimate(options: UpstreamEstimateOptions): RequestHooks<GatewayContext> {
   const max = maxUpstreamRequests(options.limits, options.windows);
+  const estimateOptions = { ...options, maxRequests: max ?? Number.POSITIVE_INFINITY };
   return {
-    async requestDidStart() {
-      let dryRun = false;
+    didResolveOperation({ operation, document, request, contextValue }) {
+      if (operation === undefined) return;
+      const facts = factsOf(operation, document);
+      const variables = request.variables ?? {};
+      const estimate =
+        facts.estimate ?? estimateUpstreamRequests(operation, facts.fragments, variables, estimateOptions);
+      // No context when a metadata-only request needs no key; there is nothing to price then.
+      if (contextValue?.operation) contextValue.operation.estimated = estimate;
+      if (max !== undefined && estimate > max && !dryRun(operation, facts, variables)) {
+        throw budgetExceeded(max, { estimated: estimate }, 400);
+      }
+    },
+    responseForOperation({ operation, document, request, contextValue }) {
+      // Apollo Server asks even when operationName names no operation of the document (it answers
+      // 400 after this), whatever its types say.
+      if ((operation as OperationDefinitionNode | undefined) === undefined) return null;
+      const facts = factsOf(operation, document);
+      if (!dryRun(operation, facts, request.variables ?? {})) return null;
       return {
-        async didResolveOperation({ operation, document, request, contextValue }) {
-          if (operation === undefined) return;
-          const fragments = new Map<string, FragmentDefinitionNode>();
-          for (const definition of document.definitions) {
-            if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-          }
-          const variables = request.variables ?? {};
-          const estimate = estimateUpstreamRequests(operation, fragments, variables, {
-            ...options,
-            maxRequests: max ?? Number.POSITIVE_INFINITY,
-          });
-          // No context when a metadata-only request needs no key; there is nothing to price then.
-          if (contextValue?.operation) contextValue.operation.estimated = estimate;
-          dryRun = isDryRun(operation, fragments, variables);
-          if (!dryRun && max !== undefined && estimate > max) throw budgetExceeded(max, { estimated: estimate }, 400);
-        },
-        async responseForOperation({ operation, document, contextValue }) {
-          if (!dryRun) return null;
-          return {
-            http: { status: undefined, headers: new HeaderMap() },
-            body: dryRunBody(operation, document, contextValue),
-          };
-        },
+        http: { status: undefined, headers: new HeaderMap() },
+        body: dryRunBody(operation, document, contextValue),
       };
     },
   };
+}
+
+/**
+ * What an operation's text alone decides, worked out once per parsed operation: Apollo Server keeps
+ * parsed documents, so a repeated query brings the same operation node (and document) again.
+ */
+interface OperationFacts {
+  readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
+  /** The estimate when the text alone decides it (no pet lookups), else undefined. */
+  readonly estimate: number | undefined;
+  /** Whether a root `rateLimit` field takes a `dryRun` argument (a variable's value decides then). */
+  readonly asksDryRun: boolean;
+}
+
+const factsByOperation = new WeakMap<OperationDefinitionNode, OperationFacts>();
+
+function factsOf(operation: OperationDefinitionNode, document: DocumentNode): OperationFacts {
+  let facts = factsByOperation.get(operation);
+  if (facts !== undefined) return facts;
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  const counted = countRootFields(operation, fragments, {});
+  facts = {
+    fragments,
+    estimate: counted.lookups ? undefined : counted.requests,
+    asksDryRun: mayDryRun(operation, fragments),
+  };
+  factsByOperation.set(operation, facts);
+  return facts;
+}
+
+function dryRun(
+  operation: OperationDefinitionNode,
+  facts: OperationFacts,
+  variables: Readonly<Record<string, unknown>>,
+): boolean {
+  return facts.asksDryRun && isDryRun(operation, facts.fragments, variables);
 }
 
 /**
@@ -101,7 +138,28 @@ export function estimateUpstreamRequests(
   variables: Readonly<Record<string, unknown>>,
   options: Pick<UpstreamEstimateOptions, 'petLookup' | 'lookupStats' | 'now'> & { readonly maxRequests: number },
 ): number {
+  const { requests, lookupIds } = countRootFields(operation, fragments, variables);
+  if (lookupIds.size === 0) return requests;
+  const plan = planLookup(lookupIds.size, {
+    strategy: options.petLookup,
+    stats: options.lookupStats,
+    now: options.now(),
+    maxRequests: options.maxRequests,
+  });
+  return requests + plan.cost;
+}
+
+/**
+ * The root fields' pages and creates (`requests`), and the pets they look up (`lookupIds`);
+ * `lookups` says whether any root field looks pets up, whatever the variables hold.
+ */
+function countRootFields(
+  operation: OperationDefinitionNode,
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+  variables: Readonly<Record<string, unknown>>,
+): { requests: number; lookupIds: Set<string>; lookups: boolean } {
   let requests = 0;
+  let lookups = false;
   const lookupIds = new Set<string>();
   const seen = new Set<string>();
   const visit = (selectionSet: SelectionSetNode, depth: number) => {
@@ -117,8 +175,11 @@ export function estimateUpstreamRequests(
         seen.add(responseKey);
         const name = selection.name.value;
         if (name === 'pets' || name === 'createPet') requests++;
-        else if (name === 'pet') lookupIds.add(responseKey);
-        else if (name === '_entities') {
+        else if (name === 'pet') {
+          lookups = true;
+          lookupIds.add(responseKey);
+        } else if (name === '_entities') {
+          lookups = true;
           const representations = selection.arguments?.find((argument) => argument.name.value === 'representations');
           const count = representations ? listLength(representations.value, variables) : 0;
           for (let i = 0; i < count; i++) lookupIds.add(`${responseKey}.${i}`);
@@ -127,14 +188,7 @@ export function estimateUpstreamRequests(
     }
   };
   visit(operation.selectionSet, 0);
-  if (lookupIds.size === 0) return requests;
-  const plan = planLookup(lookupIds.size, {
-    strategy: options.petLookup,
-    stats: options.lookupStats,
-    now: options.now(),
-    maxRequests: options.maxRequests,
-  });
-  return requests + plan.cost;
+  return { requests, lookupIds, lookups };
 }
 
 function listLength(value: ValueNode, variables: Readonly<Record<string, unknown>>): number {

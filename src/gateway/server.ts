@@ -25,10 +25,11 @@ import type { LookupStats } from './loaders/lookup-plan.js';
 import { createPetMemory } from './loaders/pet-memory.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, recordLimiterEvent, upstreamObserver } from './metrics.js';
-import { armorProtection, maxUpstreamRequests, upstreamEstimatePlugin } from './operation-limits.js';
+import { armorProtection, maxUpstreamRequests, upstreamEstimate } from './operation-limits.js';
 import { budgetExtensions } from './plugins/budget-extensions.js';
-import { operationMetricsPlugin } from './plugins/operation-metrics.js';
-import { requestShapePlugin } from './plugins/request-shape.js';
+import { operationMetrics } from './plugins/operation-metrics.js';
+import { requestHooksPlugin } from './plugins/request-hooks.js';
+import { requestShape } from './plugins/request-shape.js';
 import { tracingPlugin } from './plugins/tracing.js';
 import { resolvers } from './resolvers/index.js';
 import { memoryAnswers, redisAnswers } from './rest/answers.js';
@@ -222,16 +223,18 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       ...(config.production ? [ApolloServerPluginDisableSuggestions()] : []),
       // graphql-armor is CommonJS and so names the CommonJS build's types; the plugins are the same objects.
       ...(armor.plugins as unknown as ApolloServerPlugin<GatewayContext>[]),
-      upstreamEstimatePlugin({
-        limits: config.limits,
-        windows: config.rateLimits,
-        petLookup: config.petLookup,
-        lookupStats,
-        now,
-      }),
-      budgetExtensions(),
-      operationMetricsPlugin(metrics, logger),
-      requestShapePlugin(),
+      requestHooksPlugin([
+        requestShape(),
+        upstreamEstimate({
+          limits: config.limits,
+          windows: config.rateLimits,
+          petLookup: config.petLookup,
+          lookupStats,
+          now,
+        }),
+        budgetExtensions(),
+        operationMetrics(metrics, logger),
+      ]),
       ...(options.tracer ? [tracingPlugin()] : []),
     ],
   });

@@ -66,6 +66,46 @@ describe('rateLimit and extensions.cost', () => {
   });
 });
 
+describe('one document sent again with other variables', () => {
+  // The gateway works out what a document's text decides once per parsed document (Apollo Server
+  // keeps them); what variables decide must still be decided for every request.
+  it('runs a dry run only when its variable asks for one', async () => {
+    const target = await start({ env: { PETSTORE_RATE_LIMITS: '60/1m' } });
+    const query = 'query Q($dry: Boolean!) { rateLimit(dryRun: $dry) { cost } pets(first: 1) { nodes { id } } }';
+    const dry = await target.query(query, { variables: { dry: true } });
+    expect(dry.body.data).toEqual({ rateLimit: { cost: 1 } });
+    expect(target.count()).toBe(0);
+    const wet = await target.query(query, { variables: { dry: false } });
+    expect(wet.body.data).toEqual({ rateLimit: { cost: 1 }, pets: { nodes: expect.any(Array) } });
+    expect(wet.body.extensions?.dryRun).toBeUndefined();
+    expect(target.count()).toBe(1);
+    expect((await target.query(query, { variables: { dry: true } })).body.extensions?.dryRun).toBeDefined();
+    expect(target.count()).toBe(1);
+  });
+
+  it('prices and checks _entities representations by the variables of each request', async () => {
+    const target = await start({ env: { PET_LOOKUP: 'legacy' } });
+    const query = 'query E($reps: [_Any!]!) { _entities(representations: $reps) { ... on Pet { id } } }';
+    const reps = (n: number) => Array.from({ length: n }, (_, i) => ({ __typename: 'Pet', id: String(i + 1) }));
+    expect(cost(await target.query(query, { variables: { reps: reps(1) } })).estimatedUpstreamRequests).toBe(1);
+    expect(cost(await target.query(query, { variables: { reps: reps(3) } })).estimatedUpstreamRequests).toBe(3);
+    const bad = await target.query(query, { variables: { reps: [{ __typename: 'Category', id: '1' }] } });
+    expect(bad.status).toBe(400);
+    expect(errorCodes(bad)).toEqual(['BAD_USER_INPUT']);
+  });
+
+  it('answers 400, not 500, when operationName names no operation of the document', async () => {
+    const target = await start();
+    const response = await fetch(target.gateway.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'query Op { pets(first: 1) { nodes { id } } }', operationName: 'Other' }),
+    });
+    expect(response.status).toBe(400);
+    expect(target.count()).toBe(0);
+  });
+});
+
 describe('extensions.rateLimit agrees with the answer', () => {
   it('says nothing is left when the answer is RATE_LIMITED on a configured window of 2 per 10 s', async () => {
     const target = await start({ env: { PETSTORE_RATE_LIMITS: '2/10s', PETSTORE_MAX_WAIT: '500ms' } });

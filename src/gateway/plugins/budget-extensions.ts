@@ -8,10 +8,10 @@
  * the upstream could not be asked, `extensions.stale: [{ path, ageSeconds }]`.
  */
 
-import type { ApolloServerPlugin } from '@apollo/server';
 import type { GatewayContext } from '../context.js';
+import type { RequestHooks } from './request-hooks.js';
 
-export function budgetExtensions(): ApolloServerPlugin<GatewayContext> {
+export function budgetExtensions(): RequestHooks<GatewayContext> {
   // Answers in a row name the same reset: written once, as toISOString is most of this hook's time.
   let reset: { readonly at: number; readonly iso: string } | undefined;
   const isoOf = (at: number): string => {
@@ -19,26 +19,22 @@ export function budgetExtensions(): ApolloServerPlugin<GatewayContext> {
     return reset.iso;
   };
   return {
-    async requestDidStart() {
-      return {
-        async willSendResponse({ response, contextValue }) {
-          // No context when the request was refused before one was built (no credential), nor a key
-          // for a metadata-only request (introspection, _service).
-          if (response.body.kind !== 'single' || !contextValue?.key) return;
-          const { operation } = contextValue;
-          const budget = contextValue.budget();
-          response.body.singleResult.extensions = {
-            ...response.body.singleResult.extensions,
-            rateLimit: {
-              limit: budget.limit,
-              remaining: budget.remaining,
-              used: budget.used,
-              ...(budget.resetAt === undefined ? {} : { resetAt: isoOf(budget.resetAt) }),
-            },
-            cost: { estimatedUpstreamRequests: operation.estimated, actualUpstreamRequests: operation.sent },
-            ...(contextValue.stale.length === 0 ? {} : { stale: contextValue.stale }),
-          };
+    willSendResponse({ response, contextValue }) {
+      // No context when the request was refused before one was built (no credential), nor a key
+      // for a metadata-only request (introspection, _service).
+      if (response.body.kind !== 'single' || !contextValue?.key) return;
+      const { operation } = contextValue;
+      const budget = contextValue.budget();
+      response.body.singleResult.extensions = {
+        ...response.body.singleResult.extensions,
+        rateLimit: {
+          limit: budget.limit,
+          remaining: budget.remaining,
+          used: budget.used,
+          ...(budget.resetAt === undefined ? {} : { resetAt: isoOf(budget.resetAt) }),
         },
+        cost: { estimatedUpstreamRequests: operation.estimated, actualUpstreamRequests: operation.sent },
+        ...(contextValue.stale.length === 0 ? {} : { stale: contextValue.stale }),
       };
     },
   };

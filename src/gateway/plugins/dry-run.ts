@@ -30,6 +30,17 @@ export function isDryRun(
   );
 }
 
+/** Whether a root `rateLimit` field of the operation takes a `dryRun` argument at all, whatever its value. */
+export function mayDryRun(
+  operation: OperationDefinitionNode,
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+): boolean {
+  return rootFields(operation.selectionSet, fragments).some(
+    (field) =>
+      field.name.value === 'rateLimit' && field.arguments?.some((argument) => argument.name.value === 'dryRun'),
+  );
+}
+
 type FieldNode = Extract<SelectionSetNode['selections'][number], { kind: Kind.FIELD }>;
 
 /** The fields of a selection set, through inline fragments and fragment spreads. */

@@ -3,14 +3,14 @@
  * label set), and logs each at debug level with its duration; the line carries the request id.
  */
 
-import type { ApolloServerPlugin } from '@apollo/server';
 import type { GatewayContext } from '../context.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import type { RequestHooks } from './request-hooks.js';
 
 const MAX_NAMES = 200;
 
-export function operationMetricsPlugin(metrics: Metrics, logger: Logger): ApolloServerPlugin<GatewayContext> {
+export function operationMetrics(metrics: Metrics, logger: Logger): RequestHooks<GatewayContext> {
   const names = new Set<string>();
   const label = (name: string | null | undefined): string => {
     if (!name) return 'anonymous';
@@ -20,19 +20,16 @@ export function operationMetricsPlugin(metrics: Metrics, logger: Logger): Apollo
     return name;
   };
   return {
-    async requestDidStart() {
-      const started = performance.now();
-      return {
-        async willSendResponse({ response, operationName, request, contextValue }) {
-          const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
-          const outcome = errors?.length ? String(errors[0]?.extensions?.code ?? 'INTERNAL_SERVER_ERROR') : 'ok';
-          const operation = label(operationName ?? request.operationName);
-          metrics.operations.inc({ operation, outcome });
-          const ms = Math.round((performance.now() - started) * 10) / 10;
-          // The request's own logger when it got a context: its lines carry the request id.
-          (contextValue?.logger ?? logger).debug({ operation, outcome, ms }, 'graphql operation');
-        },
-      };
+    willSendResponse({ response, operationName, request, contextValue }) {
+      const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
+      const outcome = errors?.length ? String(errors[0]?.extensions?.code ?? 'INTERNAL_SERVER_ERROR') : 'ok';
+      const operation = label(operationName ?? request.operationName);
+      metrics.operations.inc({ operation, outcome });
+      // The request's own logger when it got a context: its lines carry the request id, and the
+      // duration counts from when the context was made.
+      if (contextValue === undefined) return logger.debug({ operation, outcome }, 'graphql operation');
+      const ms = Math.round((performance.now() - contextValue.startedAt) * 10) / 10;
+      contextValue.logger.debug({ operation, outcome, ms }, 'graphql operation');
     },
   };
 }

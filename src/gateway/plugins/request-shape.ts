@@ -5,48 +5,54 @@
  * representations that are not objects naming a type this subgraph resolves.
  */
 
-import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import type { BaseContext } from '@apollo/server';
 import { GraphQLError, Kind, type OperationDefinitionNode, type SelectionSetNode, valueFromASTUntyped } from 'graphql';
 import { badUserInput } from '../errors.js';
+import type { RequestHooks } from './request-hooks.js';
 
 /** Entity types this subgraph resolves (Category is `resolvable: false`: another subgraph's). */
 const RESOLVABLE_ENTITIES = new Set(['Pet']);
 
-export function requestShapePlugin<TContext extends BaseContext>(): ApolloServerPlugin<TContext> {
+export function requestShape<TContext extends BaseContext>(): RequestHooks<TContext> {
   return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ operation, request }) {
-          if (operation === undefined) return;
-          if (operation.operation === 'subscription') {
-            throw new GraphQLError(
-              'subscriptions are not supported: this gateway serves queries and mutations over HTTP',
-              {
-                extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
-              },
-            );
-          }
-          for (const representations of entitiesArguments(operation, request.variables ?? {})) {
-            checkRepresentations(representations);
-          }
-        },
-      };
+    didResolveOperation({ operation, request }) {
+      if (operation === undefined) return;
+      if (operation.operation === 'subscription') {
+        throw new GraphQLError('subscriptions are not supported: this gateway serves queries and mutations over HTTP', {
+          extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+        });
+      }
+      const entities = entitiesArguments(operation);
+      if (entities.length === 0) return;
+      const variables = request.variables ?? {};
+      for (const argument of entities) checkRepresentations(valueFromASTUntyped(argument, variables));
     },
   };
 }
 
-/** The `representations` values of every root `_entities` field of the operation. */
-function entitiesArguments(operation: OperationDefinitionNode, variables: Record<string, unknown>): unknown[] {
-  const found: unknown[] = [];
+type ValueNode = Parameters<typeof valueFromASTUntyped>[0];
+
+/**
+ * The `representations` arguments of every root `_entities` field of the operation, found once per
+ * parsed operation: Apollo Server keeps parsed documents, so a repeated query brings the same node.
+ */
+const entitiesOf = new WeakMap<OperationDefinitionNode, readonly ValueNode[]>();
+
+function entitiesArguments(operation: OperationDefinitionNode): readonly ValueNode[] {
+  let found = entitiesOf.get(operation);
+  if (found !== undefined) return found;
+  const values: ValueNode[] = [];
   const visit = (selectionSet: SelectionSetNode) => {
     for (const selection of selectionSet.selections) {
       if (selection.kind === Kind.INLINE_FRAGMENT) visit(selection.selectionSet);
       if (selection.kind !== Kind.FIELD || selection.name.value !== '_entities') continue;
       const argument = selection.arguments?.find((each) => each.name.value === 'representations');
-      if (argument) found.push(valueFromASTUntyped(argument.value, variables));
+      if (argument) values.push(argument.value);
     }
   };
   visit(operation.selectionSet);
+  found = values;
+  entitiesOf.set(operation, found);
   return found;
 }
 
