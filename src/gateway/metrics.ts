@@ -65,11 +65,11 @@ export function createMetrics() {
       ['header'],
     ),
     rejected: counter('petstore_limiter_rejected_total', 'Requests refused with RATE_LIMITED, by reason', ['reason']),
-    queueDepth: new Gauge({
-      name: 'petstore_limiter_queue_depth',
-      help: 'Requests waiting for rate-limit budget',
-      registers: [registry],
-    }),
+    queueDepth: fromLimiter(
+      'petstore_limiter_queue_depth',
+      'Requests waiting for rate-limit budget',
+      (s) => s.waiting,
+    ),
     // Aggregates over keys, read from the limiter at scrape time: no series per key, so /metrics
     // stays the same size whatever the number of keys, and shows nothing that identifies one.
     keysTracked: fromLimiter(
@@ -123,9 +123,6 @@ export function createMetrics() {
 
 export function recordLimiterEvent(metrics: Metrics, event: LimiterEvent): void {
   switch (event.type) {
-    case 'waiting':
-      metrics.queueDepth.inc(event.delta);
-      return;
     case 'throttled':
       metrics.throttled.inc();
       return;

@@ -50,6 +50,8 @@ export interface LimiterStats {
   readonly paused: number;
   /** The smallest Remaining among keys whose window has not reset yet; undefined when none. */
   readonly lowestRemaining: number | undefined;
+  /** Requests waiting now for their turn to plan, budget or a connection slot. */
+  readonly waiting: number;
 }
 
 export interface LimiterOptions {
@@ -71,7 +73,6 @@ export interface LimiterOptions {
 }
 
 export type LimiterEvent =
-  | { readonly type: 'waiting'; readonly delta: 1 | -1 }
   | { readonly type: 'throttled'; readonly waitMs: number }
   | { readonly type: 'heldBack' }
   | { readonly type: 'rejected'; readonly reason: 'budget' | 'queue' }
@@ -98,6 +99,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const lastAnswer = new Map<string, number>();
   /** The first window's log as the key's latest reservation left it: what `describe` tells. */
   const usage = new Map<string, { readonly used: number; readonly freeAt: number; readonly at: number }>();
+  /** Requests waiting for their turn, budget or a slot: a number read at scrape time, not an event per request. */
+  let waiting = 0;
   /** Turns to plan: one request of a key at a time, round-robin across its clients. */
   const turns = createSlots({
     total: Number.POSITIVE_INFINITY,
@@ -197,7 +200,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /** One send through budget, slot and pause check; a 429 pauses the key and tries again. */
   async function run(call: UpstreamCall, next: (call: UpstreamCall) => Promise<UpstreamResponse>) {
     for (let retry = 0; ; ) {
-      options.onEvent?.({ type: 'waiting', delta: 1 });
+      waiting++;
       const waitingSince = call.trace === undefined ? 0 : performance.now();
       let release: () => void;
       let seq: number;
@@ -217,7 +220,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           throw error;
         }
       } finally {
-        options.onEvent?.({ type: 'waiting', delta: -1 });
+        waiting--;
         call.trace?.waited(performance.now() - waitingSince);
       }
 
@@ -308,7 +311,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         if (quota.resetAt > at && (lowest === undefined || quota.remaining < lowest)) lowest = quota.remaining;
       }
       forgetPastPauses(localPauses, at);
-      return { keys: options.store.size ?? quotas.size, paused: localPauses.size, lowestRemaining: lowest };
+      return { keys: options.store.size ?? quotas.size, paused: localPauses.size, lowestRemaining: lowest, waiting };
     },
     async close() {
       await options.store.close();
