@@ -65,11 +65,7 @@ export function createMetrics() {
       ['header'],
     ),
     rejected: counter('petstore_limiter_rejected_total', 'Requests refused with RATE_LIMITED, by reason', ['reason']),
-    queueDepth: fromLimiter(
-      'petstore_limiter_queue_depth',
-      'Requests waiting for rate-limit budget',
-      (s) => s.waiting,
-    ),
+    queueDepth: fromLimiter('petstore_limiter_queue_depth', 'Requests waiting for rate-limit budget', (s) => s.waiting),
     // Aggregates over keys, read from the limiter at scrape time: no series per key, so /metrics
     // stays the same size whatever the number of keys, and shows nothing that identifies one.
     keysTracked: fromLimiter(
