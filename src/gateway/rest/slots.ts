@@ -26,7 +26,7 @@ export interface Slots {
    * RATE_LIMITED at `until` or when the client's queue is full, and with the signal's reason on abort.
    */
   acquire(keyId: string, clientId: string, until: number, signal?: CancelSignal): Promise<() => void>;
-  /** Keys with slots taken or requests waiting (an idle key is forgotten at once). */
+  /** Keys with slots taken or requests waiting (idle keys are not counted). */
   readonly keys: number;
   /** Requests waiting, over all keys. */
   readonly waiting: number;
@@ -44,7 +44,18 @@ interface KeySlots {
   readonly queues: Map<string, Waiter[]>;
   /** Clients with requests waiting, next to be served first. */
   readonly turn: string[];
+  /** No slot taken and nothing waiting: kept for the key's next request, swept past MAX_IDLE_KEYS. */
+  idle: boolean;
 }
+
+/**
+ * Idle keys whose state is kept. A key of the planning turns (one slot per key) is idle after every
+ * request; forgetting it at once made one long-lived `Map` see a `set` and a `delete` per request,
+ * and such a `Map` moves to a new table in the old generation every few requests, whose garbage
+ * keeps young entries alive through scavenges (the README's "Why a `Set` cost a fifth of the
+ * throughput"). Kept, the key's state is reused; the idle are swept all at once past this bound.
+ */
+const MAX_IDLE_KEYS = 1_000;
 
 function queueFull() {
   return rateLimited(1, 'too many requests are waiting for this API key; retry shortly');
@@ -57,21 +68,39 @@ export function createSlots(options: SlotsOptions): Slots {
   const turn: string[] = [];
   let taken = 0;
   let waiting = 0;
+  let idle = 0;
 
-  function releaser(keyId: string, state: KeySlots): () => void {
+  function releaser(state: KeySlots): () => void {
     let released = false;
     return () => {
       if (released) return;
       released = true;
       state.taken--;
       taken--;
-      forgetIfIdle(keyId, state);
+      forgetIfIdle(state);
       grantWaiting();
     };
   }
 
-  function forgetIfIdle(keyId: string, state: KeySlots): void {
-    if (state.taken === 0 && state.turn.length === 0) keys.delete(keyId);
+  function forgetIfIdle(state: KeySlots): void {
+    if (state.idle || state.taken !== 0 || state.turn.length !== 0) return;
+    state.idle = true;
+    if (++idle <= MAX_IDLE_KEYS) return;
+    for (const [keyId, each] of keys) if (each.idle) keys.delete(keyId);
+    idle = 0;
+  }
+
+  /** The key's state, made or woken for a request. */
+  function stateOf(keyId: string): KeySlots {
+    let state = keys.get(keyId);
+    if (state === undefined) {
+      state = { taken: 0, queues: new Map(), turn: [], idle: false };
+      keys.set(keyId, state);
+    } else if (state.idle) {
+      state.idle = false;
+      idle--;
+    }
+    return state;
   }
 
   /** Gives free slots to waiting requests: the next key in turn that may take one, its next client. */
@@ -94,27 +123,23 @@ export function createSlots(options: SlotsOptions): Slots {
       state.taken++;
       taken++;
       tried = 0;
-      next.grant(releaser(keyId, state));
+      next.grant(releaser(state));
     }
   }
 
   return {
     acquire(keyId, clientId, until, signal) {
       if (signal?.aborted) return Promise.reject(signal.reason);
-      let state = keys.get(keyId);
-      if (state === undefined) {
-        state = { taken: 0, queues: new Map(), turn: [] };
-        keys.set(keyId, state);
-      }
+      const state = stateOf(keyId);
       if (taken < options.total && state.taken < options.perKey && state.turn.length === 0) {
         state.taken++;
         taken++;
-        return Promise.resolve(releaser(keyId, state));
+        return Promise.resolve(releaser(state));
       }
       const wait = until - now();
       const queue = state.queues.get(clientId) ?? [];
       if (queue.length >= options.maxQueuedPerClient || wait <= 0) {
-        forgetIfIdle(keyId, state);
+        forgetIfIdle(state);
         return Promise.reject(queueFull());
       }
       const current = state;
@@ -131,7 +156,7 @@ export function createSlots(options: SlotsOptions): Slots {
             current.turn.splice(current.turn.indexOf(clientId), 1);
             if (current.turn.length === 0) turn.splice(turn.indexOf(keyId), 1);
           }
-          forgetIfIdle(keyId, current);
+          forgetIfIdle(current);
           reject(error);
         };
         const onAbort = () => leave(signal?.reason);
@@ -154,7 +179,7 @@ export function createSlots(options: SlotsOptions): Slots {
       });
     },
     get keys() {
-      return keys.size;
+      return keys.size - idle;
     },
     get waiting() {
       return waiting;

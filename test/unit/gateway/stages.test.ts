@@ -219,8 +219,24 @@ describe('slots', () => {
     // The light client waited one turn of the heavy one, not all three.
     expect(granted).toEqual(['heavy-0', 'light-0', 'heavy-1', 'heavy-2']);
     await new Promise((resolve) => setImmediate(resolve));
-    // An idle key is forgotten at once.
+    // An idle key no longer counts.
     expect(slots.keys).toBe(0);
+  });
+
+  it('keeps idle keys for their next request, sweeps them past a bound, and holds each to its share', async () => {
+    const slots = createSlots({ total: 8, perKey: 1, maxQueuedPerClient: 10 });
+    // 1,500 keys go idle (past the 1,000 kept), and some come back after the sweep.
+    for (let i = 0; i < 2_500; i++) (await slots.acquire(`key-${i % 1_500}`, 'c', Date.now() + 5_000))();
+    expect(slots.keys).toBe(0);
+    const held = await slots.acquire('key-1', 'c', Date.now() + 5_000);
+    expect(slots.keys).toBe(1);
+    await expect(slots.acquire('key-1', 'c', Date.now() + 50)).rejects.toMatchObject({
+      extensions: { code: 'RATE_LIMITED' },
+    });
+    held();
+    expect(slots.keys).toBe(0);
+    expect(slots.waiting).toBe(0);
+    expect(slots.taken).toBe(0);
   });
 
   it('shares the pool across keys: past it, keys take turns whatever each has queued', async () => {
