@@ -164,14 +164,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
-  async function acquire(slots: Slots, call: UpstreamCall): Promise<() => void> {
+  /** Told by the slots when a wait for a turn or a connection is refused (queue full or deadline). */
+  const refusedInQueue = (): void => options.onEvent?.({ type: 'rejected', reason: 'queue' });
+
+  function acquire(slots: Slots, call: UpstreamCall): Promise<() => void> {
     const { clientId, waitUntil } = call.operation;
-    try {
-      return await slots.acquire(call.keyId, clientId, Math.max(waitUntil, now()), call.signal);
-    } catch (error) {
-      if (isRateLimited(error)) options.onEvent?.({ type: 'rejected', reason: 'queue' });
-      throw error;
-    }
+    return slots.acquire(call.keyId, clientId, Math.max(waitUntil, now()), call.signal, refusedInQueue);
   }
 
   /** Records what the answer says of the key's budget, and remembers it for `extensions.rateLimit`. */
@@ -317,10 +315,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await options.store.close();
     },
   };
-}
-
-function isRateLimited(error: unknown): boolean {
-  return (error as { extensions?: { code?: unknown } } | undefined)?.extensions?.code === 'RATE_LIMITED';
 }
 
 function forgetPastPauses(pauses: Map<string, number>, now: number): void {

@@ -23,9 +23,16 @@ export interface SlotsOptions {
 export interface Slots {
   /**
    * Resolves with a release function once a slot is free for this key and client; rejects with
-   * RATE_LIMITED at `until` or when the client's queue is full, and with the signal's reason on abort.
+   * RATE_LIMITED at `until` or when the client's queue is full (and calls `onRefused` then), and
+   * with the signal's reason on abort.
    */
-  acquire(keyId: string, clientId: string, until: number, signal?: CancelSignal): Promise<() => void>;
+  acquire(
+    keyId: string,
+    clientId: string,
+    until: number,
+    signal?: CancelSignal,
+    onRefused?: () => void,
+  ): Promise<() => void>;
   /** Keys with slots taken or requests waiting (idle keys are not counted). */
   readonly keys: number;
   /** Requests waiting, over all keys. */
@@ -128,7 +135,7 @@ export function createSlots(options: SlotsOptions): Slots {
   }
 
   return {
-    acquire(keyId, clientId, until, signal) {
+    acquire(keyId, clientId, until, signal, onRefused) {
       if (signal?.aborted) return Promise.reject(signal.reason);
       const state = stateOf(keyId);
       if (taken < options.total && state.taken < options.perKey && state.turn.length === 0) {
@@ -140,6 +147,7 @@ export function createSlots(options: SlotsOptions): Slots {
       const queue = state.queues.get(clientId) ?? [];
       if (queue.length >= options.maxQueuedPerClient || wait <= 0) {
         forgetIfIdle(state);
+        onRefused?.();
         return Promise.reject(queueFull());
       }
       const current = state;
@@ -160,7 +168,10 @@ export function createSlots(options: SlotsOptions): Slots {
           reject(error);
         };
         const onAbort = () => leave(signal?.reason);
-        const timer = setTimeout(() => leave(queueFull()), wait);
+        const timer = setTimeout(() => {
+          onRefused?.();
+          leave(queueFull());
+        }, wait);
         const waiter: Waiter = {
           grant: (release) => {
             clearTimeout(timer);

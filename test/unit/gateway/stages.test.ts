@@ -6,7 +6,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/gateway/logger.js';
+import { MemoryBudgetStore } from '../../../src/gateway/rest/budget.js';
 import type { CancelSignal } from '../../../src/gateway/rest/cancel.js';
+import { createLimiter, type LimiterEvent } from '../../../src/gateway/rest/limiter.js';
 import { createOperation, operationBudget } from '../../../src/gateway/rest/operation.js';
 import { pipeline, type Send, type UpstreamCall } from '../../../src/gateway/rest/pipeline.js';
 import { readRateHeaders, readRetryAfter } from '../../../src/gateway/rest/rate-headers.js';
@@ -239,6 +241,26 @@ describe('slots', () => {
     expect(slots.taken).toBe(0);
   });
 
+  it('says when it refuses a wait (queue full or deadline), and not when the client leaves', async () => {
+    const slots = createSlots({ total: 8, perKey: 1, maxQueuedPerClient: 1 });
+    let refused = 0;
+    const onRefused = () => refused++;
+    const held = await slots.acquire('key', 'a', Date.now() + 5_000, undefined, onRefused);
+    const late = slots.acquire('key', 'a', Date.now() + 30, undefined, onRefused);
+    await expect(slots.acquire('key', 'a', Date.now() + 5_000, undefined, onRefused)).rejects.toMatchObject({
+      extensions: { code: 'RATE_LIMITED' },
+    });
+    expect(refused).toBe(1);
+    await expect(late).rejects.toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+    expect(refused).toBe(2);
+    const controller = new AbortController();
+    const leaving = slots.acquire('key', 'b', Date.now() + 5_000, controller.signal, onRefused);
+    controller.abort(new Error('gone'));
+    await expect(leaving).rejects.toThrow('gone');
+    expect(refused).toBe(2);
+    held();
+  });
+
   it('shares the pool across keys: past it, keys take turns whatever each has queued', async () => {
     const slots = createSlots({ total: 2, perKey: 2, maxQueuedPerClient: 10 });
     const granted: string[] = [];
@@ -338,5 +360,30 @@ describe('scrubSecret', () => {
 
   it('leaves other text alone', () => {
     expect(scrubSecret('nothing to see', key)).toBe('nothing to see');
+  });
+});
+
+describe('limiter', () => {
+  it('counts a request refused for want of a connection slot as rejected for the queue', async () => {
+    const events: LimiterEvent[] = [];
+    const limiter = createLimiter({
+      windows: [],
+      store: new MemoryBudgetStore(),
+      slots: createSlots({ total: 1, perKey: 1, maxQueuedPerClient: 1 }),
+      maxRetryAfterMs: 60_000,
+      onEvent: (event) => events.push(event),
+    });
+    let answer: (response: UpstreamResponse) => void = () => {};
+    const send = limiter.stage(() => new Promise<UpstreamResponse>((resolve) => (answer = resolve)));
+    const first = send(call());
+    await new Promise((resolve) => setImmediate(resolve));
+    // The one slot is held, so the next request waits for it, past its operation's wait of 30 ms.
+    const operation = createOperation({ logger: createLogger('silent'), maxWaitMs: 30, timeoutMs: 1_000 });
+    await expect(send(call({ operation }))).rejects.toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+    expect(events).toContainEqual({ type: 'rejected', reason: 'queue' });
+    expect(limiter.stats().waiting).toBe(0);
+    answer(OK);
+    await expect(first).resolves.toBe(OK);
+    await limiter.close();
   });
 });
