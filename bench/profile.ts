@@ -123,7 +123,7 @@ function perRequest({ result, shares }: Profiled): Map<string, number> {
   return new Map([...shares.during].map(([name, us]) => [name, us / result.requests]));
 }
 
-const us = (value: number | undefined): string => (value === undefined ? '' : value.toFixed(1));
+const us = (value: number): string => value.toFixed(1);
 
 const TOOL = chooseTool(process.env.BENCH_TOOL);
 const MIX = wantsMix(TOOL);

@@ -223,8 +223,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       ...(config.production ? [ApolloServerPluginDisableSuggestions()] : []),
       // graphql-armor is CommonJS and so names the CommonJS build's types; the plugins are the same objects.
       ...(armor.plugins as unknown as ApolloServerPlugin<GatewayContext>[]),
+      // In the order the four plugins had: an operation both over budget and of a refused shape is
+      // answered UPSTREAM_BUDGET_EXCEEDED, as before.
       requestHooksPlugin([
-        requestShape(),
         upstreamEstimate({
           limits: config.limits,
           windows: config.rateLimits,
@@ -234,6 +235,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         }),
         budgetExtensions(),
         operationMetrics(metrics, logger),
+        requestShape(),
       ]),
       ...(options.tracer ? [tracingPlugin()] : []),
     ],

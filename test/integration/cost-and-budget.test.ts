@@ -94,6 +94,15 @@ describe('one document sent again with other variables', () => {
     expect(errorCodes(bad)).toEqual(['BAD_USER_INPUT']);
   });
 
+  it('refuses an operation both over budget and with a bad representation for its budget first', async () => {
+    const target = await start({ env: { PET_LOOKUP: 'legacy', PETSTORE_RATE_LIMITS: '8/1m' } });
+    const query = 'query E($reps: [_Any!]!) { _entities(representations: $reps) { ... on Pet { id } } }';
+    const reps = [1, 2, 3].map((id) => ({ __typename: 'Pet', id: String(id) }));
+    const response = await target.query(query, { variables: { reps: [...reps, { __typename: 'Category', id: '1' }] } });
+    expect(errorCodes(response)).toEqual(['UPSTREAM_BUDGET_EXCEEDED']);
+    expect(target.count()).toBe(0);
+  });
+
   it('answers 400, not 500, when operationName names no operation of the document', async () => {
     const target = await start();
     const response = await fetch(target.gateway.url, {
