@@ -4,12 +4,19 @@
  */
 
 import { connect } from 'node:net';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { Tracer } from '@opentelemetry/api';
 import { ConfigError, type LandingPage, parseConfig, type TracingConfig } from './config.js';
 import { createLogger, type Logger } from './gateway/logger.js';
 import { createGateway, type GatewayHandle } from './gateway/server.js';
+import { heapGrowingFlag } from './heap.js';
 import { demoCatalogue } from './petstore/seed.js';
 import { DEMO_KEY, type PetstoreHandle, startPetstore } from './petstore/start.js';
+
+// V8 reads the growing factor at every full GC, so setting it now, after start-up, takes effect
+// (src/heap.ts says why the capped heap needs it).
+const growing = heapGrowingFlag(process.execArgv, getHeapStatistics().heap_size_limit);
+if (growing !== undefined) setFlagsFromString(growing);
 
 let config: ReturnType<typeof parseConfig>;
 try {

@@ -308,3 +308,61 @@ describe('npm start', () => {
     expect(Number(started.ready[1])).toBe(limitWith('--max-old-space-size=1024'));
   });
 });
+
+describe("the old generation's growing factor (src/heap.ts)", () => {
+  let started: Started | undefined;
+  let folder: string | undefined;
+
+  afterEach(async () => {
+    if (started !== undefined) await killTree(started.pid);
+    started = undefined;
+    if (folder !== undefined) await rm(folder, { recursive: true, force: true });
+    folder = undefined;
+  });
+
+  /**
+   * The factor V8 grows the old generation by after a full GC, from its --trace-gc-verbose lines:
+   * Node 20 prints the factor applied in brackets after the new limit (its "factor" line is
+   * computed before the flag applies), Node 24 on the "factor" line itself.
+   */
+  function appliedFactor(output: string): number | undefined {
+    const node20 = [...output.matchAll(/\[HeapController\] Limit: .*\(([\d.]+)\)$/gm)].at(-1);
+    const node24 = [...output.matchAll(/\[HeapController\] factor ([\d.]+) /g)].at(-1);
+    const found = node20?.[1] ?? node24?.[1];
+    return found === undefined ? undefined : Number(found);
+  }
+
+  /**
+   * The entry point with the heap cap npm start sets, plus `flags`; a preload (this test's, never the
+   * gateway's) runs a full GC on SIGUSR2 and says when it is done.
+   */
+  async function gcOnce(flags: readonly string[]): Promise<number | undefined> {
+    folder = await mkdtemp(join(tmpdir(), 'petstore-heap-'));
+    const preload = join(folder, 'gc-on-signal.cjs');
+    await writeFile(preload, "process.on('SIGUSR2', () => { globalThis.gc(); console.log('full GC done'); });\n");
+    started = await startUntil(
+      process.execPath,
+      ['--max-old-space-size=256', '--expose-gc', '--trace-gc-verbose', '--require', preload, ...flags, ...MAIN],
+      {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'warn' },
+        ready: READY,
+        timeoutMs: 30_000,
+      },
+    );
+    const before = started.output().length;
+    process.kill(started.pid, 'SIGUSR2');
+    const deadline = Date.now() + 10_000;
+    while (!started.output().includes('full GC done') && Date.now() < deadline) await delay(50);
+    expect(started.output()).toContain('full GC done');
+    return appliedFactor(started.output().slice(before));
+  }
+
+  it('is 2 under the 256 MB cap (V8 alone would use at most 1.3 there)', async () => {
+    expect(await gcOnce([])).toBe(2);
+  });
+
+  it('is the one given on the command line when there is one', async () => {
+    expect(await gcOnce(['--heap-growing-percent=50'])).toBe(1.5);
+  });
+});
