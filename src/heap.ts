@@ -8,7 +8,7 @@
  * the old generation every ~7 MB promoted: six mark-compacts in 10 s at 2,900 req/s, 8–12 ms
  * each with every request in flight waiting, which was most of the distance between the gateway's
  * p99 and its p50 (README, "The tail and the heap cap"). A factor of 2, what V8 itself allows a
- * 2 GB heap, cuts that to one or two, for 13–16 MB more resident at 200 connections without sharing.
+ * 2 GB heap, cuts that to one or two, for 13–19 MB more resident at 200 connections without sharing.
  */
 
 /** The factor V8 allows a 2 GB heap, as `--heap-growing-percent`: (1 + 100/100) = 2. */
