@@ -32,9 +32,8 @@ import { requestHooksPlugin } from './plugins/request-hooks.js';
 import { requestShape } from './plugins/request-shape.js';
 import { tracingPlugin } from './plugins/tracing.js';
 import { resolvers } from './resolvers/index.js';
-import { memoryAnswers, redisAnswers } from './rest/answers.js';
-import { MemoryBudgetStore } from './rest/budget.js';
-import { RedisBudgetStore } from './rest/budget-redis.js';
+import { type AnswerStore, memoryAnswers } from './rest/answers.js';
+import { type BudgetStore, MemoryBudgetStore } from './rest/budget.js';
 import type { CancelSignal } from './rest/cancel.js';
 import { createRestClient } from './rest/client.js';
 import { type BudgetView, createLimiter } from './rest/limiter.js';
@@ -108,27 +107,31 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     });
   });
 
-  const store = config.redisUrl
-    ? new RedisBudgetStore({
-        url: config.redisUrl,
-        logger,
-        inflightMs: config.maxWaitMs + 2 * config.timeoutMs + 5_000,
-        ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
-      })
-    : new MemoryBudgetStore({ idleMs: config.keyIdleMs, maxKeys: config.maxKeys });
+  // ioredis (with its dependencies, ~2 MB of heap) is loaded only with REDIS_URL.
+  let store: BudgetStore;
   // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
   let agreedSecret: string | undefined;
-  if (store instanceof RedisBudgetStore) {
+  if (config.redisUrl) {
+    const { RedisBudgetStore } = await import('./rest/budget-redis.js');
+    const shared = new RedisBudgetStore({
+      url: config.redisUrl,
+      logger,
+      inflightMs: config.maxWaitMs + 2 * config.timeoutMs + 5_000,
+      ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
+    });
     // ready() resolves after 3 s without an answer too; the secret is agreed on only if Redis answers.
-    await store.ready();
-    agreedSecret = await store.sharedSecret('cursor-secret');
+    await shared.ready();
+    agreedSecret = await shared.sharedSecret('cursor-secret');
     // Alone, without Redis and without having seen the other replicas, this one would plan the whole
     // plan for itself: N replicas starting so would spend N times the key's budget.
-    if (agreedSecret === undefined || store.degraded) {
-      await store.close();
+    if (agreedSecret === undefined || shared.degraded) {
+      await shared.close();
       httpServer.close();
       throw new ConfigError(`REDIS_URL did not answer within 3 s at start; start Redis, or unset REDIS_URL`);
     }
+    store = shared;
+  } else {
+    store = new MemoryBudgetStore({ idleMs: config.keyIdleMs, maxKeys: config.maxKeys });
   }
   const cursorSecret = config.cursorSecret ?? agreedSecret;
   const metrics = createMetrics();
@@ -163,22 +166,23 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         onShared: () => metrics.sharedOperations.inc(),
       })
     : undefined;
+  // With Redis, answers (cached and stale) serve every replica; without it, this one.
+  const answers: AnswerStore =
+    keepsAnswers && config.redisUrl
+      ? (await import('./rest/answers-redis.js')).redisAnswers({
+          url: config.redisUrl,
+          ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
+          fallback: memoryAnswers(10_000),
+          onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
+        })
+      : memoryAnswers(10_000);
   const sharing =
     config.coalesce || keepsAnswers
       ? createResponseSharing({
           coalesce: config.coalesce,
           ttlMs: config.cacheTtlMs,
           staleTtlMs: config.staleTtlMs,
-          // With Redis, answers (cached and stale) serve every replica; without it, this one.
-          answers:
-            keepsAnswers && config.redisUrl
-              ? redisAnswers({
-                  url: config.redisUrl,
-                  ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
-                  fallback: memoryAnswers(10_000),
-                  onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
-                })
-              : memoryAnswers(10_000),
+          answers,
           onCoalesced: () => metrics.coalesced.inc(),
           onCacheHit: () => metrics.cacheHits.inc(),
           onStale: () => metrics.staleServed.inc(),
