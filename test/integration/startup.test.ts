@@ -10,6 +10,9 @@
  * `npm start`'s own script (read from package.json) is run by a real npm, in a scratch folder whose
  * dist/main.js is a stand-in that reports its heap limit and the signals it gets: the real one would
  * need a build, and a build here would rewrite the dist/ that other tests run.
+ *
+ * The growing factor V8 applied and the packages the entry point loaded are read from the real
+ * process, through a test-only preload that acts on SIGUSR2 (a full GC; a list of its module cache).
  */
 
 import { execFileSync, spawn } from 'node:child_process';
@@ -364,5 +367,44 @@ describe("the old generation's growing factor (src/heap.ts)", () => {
 
   it('is the one given on the command line when there is one', async () => {
     expect(await gcOnce(['--heap-growing-percent=50'])).toBe(1.5);
+  });
+});
+
+describe('what a gateway without Redis loads', () => {
+  let started: Started | undefined;
+  let folder: string | undefined;
+
+  afterEach(async () => {
+    if (started !== undefined) await killTree(started.pid);
+    started = undefined;
+    if (folder !== undefined) await rm(folder, { recursive: true, force: true });
+    folder = undefined;
+  });
+
+  // Each stays in the old generation all the process's life, and V8 lets that grow to twice its
+  // live size before a full GC (src/heap.ts): ioredis ~2 MB, undici's fetch, WebSocket, cache and
+  // mocks 3.2 MB, for nothing a gateway without REDIS_URL uses.
+  it("is neither ioredis nor undici's index, only undici's Pool", async () => {
+    folder = await mkdtemp(join(tmpdir(), 'petstore-loaded-'));
+    const preload = join(folder, 'list-on-signal.cjs');
+    await writeFile(
+      preload,
+      "process.on('SIGUSR2', () => console.log('loaded ' + JSON.stringify(Object.keys(require.cache))));\n",
+    );
+    started = await startUntil(process.execPath, ['--require', preload, ...MAIN], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'warn' },
+      ready: READY,
+      timeoutMs: 30_000,
+    });
+    process.kill(started.pid, 'SIGUSR2');
+    const deadline = Date.now() + 10_000;
+    const listed = () => /^loaded (\[.*\])$/m.exec(started?.output() ?? '');
+    while (listed() === null && Date.now() < deadline) await delay(50);
+    const loaded = (JSON.parse(listed()?.[1] ?? '[]') as string[]).map((path) => path.replaceAll('\\', '/'));
+    // The list is real: the gateway's one HTTP client is in it.
+    expect(loaded.some((path) => path.endsWith('/node_modules/undici/lib/dispatcher/pool.js'))).toBe(true);
+    expect(loaded.filter((path) => path.includes('/node_modules/ioredis/'))).toEqual([]);
+    expect(loaded.filter((path) => path.endsWith('/node_modules/undici/index.js'))).toEqual([]);
   });
 });
