@@ -4,6 +4,7 @@
  * upstreams is in test/integration/.
  */
 
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/gateway/logger.js';
 import { MemoryBudgetStore } from '../../../src/gateway/rest/budget.js';
@@ -360,6 +361,40 @@ describe('scrubSecret', () => {
 
   it('leaves other text alone', () => {
     expect(scrubSecret('nothing to see', key)).toBe('nothing to see');
+  });
+
+  // Its plain search before the pattern must never miss what the pattern (/gi) would cut. Keys are
+  // Latin-1 (they come in a header); the text may hold any character the pattern calls equal.
+  it('finds every spelling of a Latin-1 key that a case-insensitive match finds', () => {
+    const latin1 = fc.integer({ min: 0x20, max: 0xff }).map((code) => String.fromCharCode(code));
+    /** Characters up to U+03FF equal to `c` under /i, `c` included (ÿ ~ Ÿ, µ ~ μ, k ~ K). */
+    const known = new Map<string, string[]>();
+    const spellings = (c: string) => {
+      let found = known.get(c);
+      if (found === undefined) {
+        const pattern = new RegExp(`^${c.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')}$`, 'i');
+        found = Array.from({ length: 0x400 }, (_, code) => String.fromCharCode(code)).filter((d) => pattern.test(d));
+        known.set(c, found);
+      }
+      return found;
+    };
+    fc.assert(
+      fc.property(
+        fc.array(latin1, { minLength: 1, maxLength: 12 }),
+        fc.array(fc.nat(), { minLength: 12, maxLength: 12 }),
+        fc.string(),
+        (chars, picks, around) => {
+          const secret = chars.join('');
+          const spelled = chars.map((c, i) => {
+            const choices = spellings(c);
+            return choices[(picks[i] as number) % choices.length] as string;
+          });
+          const scrubbed = scrubSecret(`${around}${spelled.join('')}${around}`, secret);
+          expect(scrubbed).toContain('[redacted]');
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
 
