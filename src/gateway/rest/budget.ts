@@ -132,6 +132,8 @@ export class MemoryBudgetStore implements BudgetStore {
   readonly #idleMs: number;
   readonly #maxKeys: number;
   #lastSweep = 0;
+  /** The count of keys at which a new one makes a sweep (the bound, or past it while too few may go). */
+  #sweepAt: number;
   /** Each window length's count, as the limiter plans with it (the same for every key). */
   readonly #windowCounts = new Map<number, number>();
 
@@ -139,6 +141,7 @@ export class MemoryBudgetStore implements BudgetStore {
     this.#share = options.share ?? 1;
     this.#idleMs = options.idleMs ?? 5 * 60_000;
     this.#maxKeys = options.maxKeys ?? 10_000;
+    this.#sweepAt = this.#maxKeys;
   }
 
   /** Keys whose budget is held. */
@@ -225,7 +228,7 @@ export class MemoryBudgetStore implements BudgetStore {
   #budget(keyId: string, now: number): KeyBudget {
     let budget = this.#keys.get(keyId);
     if (budget === undefined) {
-      if (now - this.#lastSweep >= Math.min(this.#idleMs, 1_000) || this.#keys.size >= this.#maxKeys) this.#sweep(now);
+      if (now - this.#lastSweep >= Math.min(this.#idleMs, 1_000) || this.#keys.size >= this.#sweepAt) this.#sweep(now);
       budget = {
         logs: new Map(),
         seq: 0,
@@ -253,18 +256,27 @@ export class MemoryBudgetStore implements BudgetStore {
     return log;
   }
 
-  /** Forgets idle keys, then, past the bound, the least recently used of those that may be forgotten. */
+  /**
+   * Forgets idle keys, then, at the bound, the least recently used of those that may be forgotten,
+   * down to nine tenths of it. A sweep sorts every key, so the next tenth of new keys must not each
+   * make one: a client sending a new key with every request (refused keys, a spray of them) cost a
+   * sort of all 10,000 per request when the sweep freed just one place.
+   */
   #sweep(now: number): void {
     this.#lastSweep = now;
     for (const [keyId, budget] of this.#keys) {
       if (budget.lastUsed <= now - this.#idleMs && this.#forgettable(budget, now)) this.#keys.delete(keyId);
     }
-    if (this.#keys.size < this.#maxKeys) return;
-    const byUse = [...this.#keys].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
-    for (const [keyId, budget] of byUse) {
-      if (this.#keys.size < this.#maxKeys) break;
-      if (this.#forgettable(budget, now)) this.#keys.delete(keyId);
+    const room = Math.ceil(this.#maxKeys / 10);
+    if (this.#keys.size >= this.#maxKeys) {
+      const byUse = [...this.#keys].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+      for (const [keyId, budget] of byUse) {
+        if (this.#keys.size <= this.#maxKeys - room) break;
+        if (this.#forgettable(budget, now)) this.#keys.delete(keyId);
+      }
     }
+    // Too few may be forgotten (in flight, paused, spent): the next sort waits for a tenth more keys.
+    this.#sweepAt = Math.max(this.#maxKeys, this.#keys.size + room);
   }
 
   /** Whether forgetting a key can never send a request the upstream would refuse. */

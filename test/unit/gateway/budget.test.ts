@@ -237,4 +237,21 @@ describe('the in-memory budget with many keys', () => {
     for (let i = 0; i < 1_000; i++) await answer(store, `key-${i}`, T + i, 4);
     expect(store.size).toBeLessThanOrEqual(100);
   });
+
+  it('frees a tenth of the bound at once, the least recently used first, so new keys do not each sort all', async () => {
+    const store = new MemoryBudgetStore({ maxKeys: 100, idleMs: 3_600_000 });
+    // Within one second, so only the bound sweeps (not the once-a-second idle sweep).
+    for (let i = 0; i < 100; i++) await answer(store, `key-${i}`, T, 4);
+    await answer(store, 'key-0', T + 1, 4);
+    expect(store.size).toBe(100);
+    await answer(store, 'key-100', T + 2, 4);
+    // Down to 90, then the new one: the ten used least recently went, key-0 (used again) stayed.
+    expect(store.size).toBe(91);
+    for (let i = 101; i < 110; i++) await answer(store, `key-${i}`, T + 3, 4);
+    expect(store.size).toBe(100);
+    // Known keys count their earlier sends in the window; a forgotten one starts again at 1.
+    expect(await store.reserve('key-0', windows, T + 4, FAR)).toMatchObject({ ok: true, used: 3 });
+    expect(await store.reserve('key-11', windows, T + 4, FAR)).toMatchObject({ ok: true, used: 2 });
+    expect(await store.reserve('key-10', windows, T + 4, FAR)).toMatchObject({ ok: true, used: 1 });
+  });
 });
