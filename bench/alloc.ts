@@ -12,7 +12,7 @@
  *
  * Each is printed in KB per request by owner and by the heaviest allocating functions, with the
  * scavenges and full GCs per 1,000 requests. BENCH_WORKLOAD=mix measures the distinct mix of
- * `bench:throughput` instead (it needs wrk); BENCH_COALESCE=true the gateway's default;
+ * `bench:throughput` instead (it needs wrk), BENCH_WORKLOAD=new-keys a new refused API key per request; BENCH_COALESCE=true the gateway's default;
  * BENCH_ALLOC_TOP (15) how many functions each table lists.
  *
  * This found the largest of the hot path's later wins (README: "What each change to the hot path
@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type CallFrame, owner, where } from './lib/frames.js';
 import { chooseTool, load, positive } from './lib/load.js';
-import { loadWorkload, type Workload, wantsMix } from './lib/mix.js';
+import { loadWorkload, requestsOf, type Workload, workloadOf } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
 import { startGateway, startStore } from './lib/servers.js';
 import { gatewayTarget } from './lib/targets.js';
@@ -44,7 +44,7 @@ interface Recorded {
 const SECONDS = positive('BENCH_DURATION', 10);
 const COALESCE = process.env.BENCH_COALESCE === 'true' ? 'true' : 'false';
 const TOOL = chooseTool(process.env.BENCH_TOOL);
-const MIX = wantsMix(TOOL);
+const WORKLOAD = workloadOf(TOOL);
 const PRELOAD = fileURLToPath(new URL('./alloc-preload.mjs', import.meta.url));
 /** Functions listed per table. */
 const TOP = positive('BENCH_ALLOC_TOP', 15);
@@ -100,7 +100,7 @@ async function record(storeUrl: string, keep: 'all' | 'old', workload: Workload,
   );
   try {
     const target = gatewayTarget(keep, gateway.url, gateway.pid);
-    const requests = workload.pages.map((page) => target.request(page, workload.form));
+    const requests = requestsOf(workload, target);
     const options = { tool: TOOL, connections: 32, dir };
     await load(target, requests, { ...options, seconds: 2 });
     // The preload's switch: the first SIGUSR2 starts sampling, the second writes the profile.
@@ -124,7 +124,7 @@ process.once('SIGINT', () => {
 const dir = mkdtempSync(join(tmpdir(), 'petstore-alloc-'));
 try {
   const store = await startStore(LOAD_CORE);
-  const workload = await loadWorkload(MIX, SERVER_CORE, store.url);
+  const workload = await loadWorkload(WORKLOAD, SERVER_CORE, store.url);
   const runs = [
     ['allocated (everything, whatever freed it)', await record(store.url, 'all', workload, dir)],
     ['kept past the young generation (promoted or still live)', await record(store.url, 'old', workload, dir)],

@@ -15,14 +15,15 @@
  * BENCH_COALESCE (false: sharing off; true: coalescing on, the default of the gateway; both: each
  * build twice, a row for each, to see what sharing costs where nothing is shared),
  * BENCH_WORKLOAD (one-call; mix: the distinct mix of `bench:throughput`, walked once through a
- * gateway of its own before the rounds; it needs wrk).
+ * gateway of its own before the rounds; new-keys: the one-call query with a new API key the store
+ * refuses every time, as a client spraying keys; both need wrk).
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseTool, load, type Measurement, measure, positive } from './lib/load.js';
-import { loadWorkload, wantsMix } from './lib/mix.js';
+import { loadWorkload, requestsOf, workloadOf } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, rssMb, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
 import { median } from './lib/report.js';
 import { startFloorServer, startGateway, startStore } from './lib/servers.js';
@@ -41,7 +42,7 @@ const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
 const COALESCE =
   process.env.BENCH_COALESCE === 'true' || process.env.BENCH_COALESCE === 'both' ? process.env.BENCH_COALESCE : 'false';
 const TOOL = chooseTool(process.env.BENCH_TOOL);
-const MIX = wantsMix(TOOL);
+const WORKLOAD = workloadOf(TOOL);
 
 /**
  * What each row runs: a build, Node's flags for it (after `npm start`'s --max-old-space-size=256,
@@ -75,7 +76,7 @@ type Run = Measurement & { readonly peakRssMb: number };
 const runs = new Map<string, Run[]>(entries.map((entry) => [entry.label, []]));
 try {
   const store = await startStore(LOAD_CORE);
-  const workload = await loadWorkload(MIX, SERVER_CORE, store.url);
+  const workload = await loadWorkload(WORKLOAD, SERVER_CORE, store.url);
   for (let round = 1; round <= ROUNDS; round++) {
     // Each round starts one build further along, so no build always runs first or after the same one.
     const order = [...entries.slice((round - 1) % entries.length), ...entries.slice(0, (round - 1) % entries.length)];
@@ -85,7 +86,7 @@ try {
           ? await startFloorServer(SERVER_CORE, store.url, 'apollo')
           : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, flags, join(build, 'main.js'));
       const target = gatewayTarget(label, served.url, served.pid, build === 'apollo' ? 'id' : 'cursor');
-      const requests = workload.pages.map((page) => target.request(page, workload.form));
+      const requests = requestsOf(workload, target);
       const options = { tool: TOOL, connections: CONNECTIONS, dir };
       await load(target, requests, { ...options, seconds: WARMUP_S });
       const run = {

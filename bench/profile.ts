@@ -10,7 +10,8 @@
  * taken during the measured run into CPU microseconds per request answered, by owner, for the
  * gateway without sharing and for the Apollo floor: what the gateway spends above the floor, and
  * where. BENCH_PROFILE_DIR=folder keeps the profiles for Chrome DevTools. BENCH_WORKLOAD=mix
- * profiles the distinct mix of `bench:throughput` instead (it needs wrk), where nothing is shared.
+ * profiles the distinct mix of `bench:throughput` instead (it needs wrk), where nothing is shared;
+ * BENCH_WORKLOAD=new-keys a client sending a new API key, which the store refuses, every time.
  *
  * This is the evidence for how far a Node gateway on Apollo Server can go: what the gateway's own
  * code costs next to what any server built on these parts pays.
@@ -21,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type CallFrame, IDLE, owner, where } from './lib/frames.js';
 import { chooseTool, type LoadResult, load } from './lib/load.js';
-import { loadWorkload, type Workload, wantsMix } from './lib/mix.js';
+import { loadWorkload, requestsOf, type Workload, workloadOf } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
 import { type Served, startFloorServer, startGateway, startStore } from './lib/servers.js';
 import { gatewayTarget } from './lib/targets.js';
@@ -98,7 +99,7 @@ async function profileOnce(subject: Subject, workload: Workload): Promise<Profil
   try {
     const served = await subject.start(['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=250']);
     const target = gatewayTarget(subject.label, served.url, served.pid, subject.after);
-    const requests = workload.pages.map((page) => target.request(page, workload.form));
+    const requests = requestsOf(workload, target);
     // A short warm-up, so the profile is of the steady state rather than of V8 compiling.
     await load(target, requests, { tool: TOOL, seconds: 2, connections: 32, dir });
     const from = nowUs();
@@ -126,7 +127,7 @@ function perRequest({ result, shares }: Profiled): Map<string, number> {
 const us = (value: number): string => value.toFixed(1);
 
 const TOOL = chooseTool(process.env.BENCH_TOOL);
-const MIX = wantsMix(TOOL);
+const WORKLOAD = workloadOf(TOOL);
 pinSelf(LOAD_CORE);
 process.once('SIGINT', () => {
   signalAll();
@@ -134,7 +135,7 @@ process.once('SIGINT', () => {
 });
 try {
   const store = await startStore(LOAD_CORE);
-  const workload = await loadWorkload(MIX, SERVER_CORE, store.url);
+  const workload = await loadWorkload(WORKLOAD, SERVER_CORE, store.url);
   const gateway = (label: string, settings: Record<string, string>): Subject => ({
     label: `This gateway, ${label}`,
     start: (nodeArgs) => startGateway(SERVER_CORE, store.url, settings, nodeArgs),

@@ -62,12 +62,13 @@ function luaString(text: string): string {
 
 /**
  * A wrk script printing one RESULT line. One request is set as wrk's static request; several are
- * formatted once in init and handed out in turn by request() (a Lua call per request, on the load core).
+ * formatted once in init and handed out in turn by request() (a Lua call per request, on the load
+ * core). A `freshKey` request is formatted each time, with a key of this run's never sent before.
  */
 function wrkScript(requests: readonly HttpRequest[]): string {
   const lines: string[] = [];
   const [only] = requests;
-  if (only !== undefined && requests.length === 1) {
+  if (only !== undefined && requests.length === 1 && only.freshKey !== true) {
     lines.push(`wrk.method = ${luaString(only.method)}`, `wrk.path = ${luaString(only.path)}`);
     for (const [name, value] of Object.entries(only.headers))
       lines.push(`wrk.headers[ ${luaString(name)} ] = ${luaString(value)}`);
@@ -79,18 +80,28 @@ function wrkScript(requests: readonly HttpRequest[]): string {
         ([name, value]) => `[ ${luaString(name)} ] = ${luaString(value)}`,
       );
       const body = request.body === undefined ? 'nil' : luaString(request.body);
-      lines.push(`  { ${luaString(request.method)}, ${luaString(request.path)}, { ${headers.join(', ')} }, ${body} },`);
+      const fresh = request.freshKey === true ? 'true' : 'false';
+      lines.push(
+        `  { ${luaString(request.method)}, ${luaString(request.path)}, { ${headers.join(', ')} }, ${body}, ${fresh} },`,
+      );
     }
+    // Unique to this script, so a run's keys are new to the warm-up's and to earlier runs'.
+    const prefix = `bench-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}-`;
     lines.push(
       '}',
       'local raw = {}',
       'local turn = 0',
+      'local sent = 0',
       'init = function(args)',
-      '  for i, r in ipairs(list) do raw[i] = wrk.format(r[1], r[2], r[3], r[4]) end',
+      '  for i, r in ipairs(list) do if not r[5] then raw[i] = wrk.format(r[1], r[2], r[3], r[4]) end end',
       'end',
       'request = function()',
-      '  turn = turn % #raw + 1',
-      '  return raw[turn]',
+      '  turn = turn % #list + 1',
+      '  local r = list[turn]',
+      '  if not r[5] then return raw[turn] end',
+      '  sent = sent + 1',
+      `  r[3]["Authorization"] = "Bearer ${prefix}" .. sent`,
+      '  return wrk.format(r[1], r[2], r[3], r[4])',
       'end',
     );
   }

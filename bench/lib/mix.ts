@@ -13,7 +13,7 @@ import type { Tool } from './load.js';
 import { stop } from './processes.js';
 import { ONE_CALL } from './runs.js';
 import { startGateway } from './servers.js';
-import type { Form, PageQuery, Target } from './targets.js';
+import type { Form, HttpRequest, PageQuery, Target } from './targets.js';
 import { send } from './targets.js';
 
 const PAGE_SIZES = Array.from({ length: 100 }, (_, index) => index + 1);
@@ -34,17 +34,24 @@ export async function walkMix(core: string, storeUrl: string): Promise<PageQuery
 }
 
 /**
- * BENCH_WORKLOAD of bench:compare, bench:profile and bench:alloc: `mix` for the distinct mix, else
- * the one-call query. The mix is a wrk script; without wrk the bench stops here, before it starts
- * anything.
+ * BENCH_WORKLOAD of bench:compare, bench:profile and bench:alloc: `mix` for the distinct mix,
+ * `new-keys` for the one-call query with a new API key every time (a client spraying keys the
+ * store refuses: each request is a new key's first, so its budget, refusal and error paths), else
+ * the one-call query. Both are wrk scripts; without wrk the bench stops here, before it starts anything.
  */
-export function wantsMix(tool: Tool): boolean {
-  const mix = process.env.BENCH_WORKLOAD === 'mix';
-  if (mix && tool !== 'wrk') {
-    console.error('BENCH_WORKLOAD=mix needs wrk (apt-get install -y wrk)');
+export type WorkloadName = 'one-call' | 'mix' | 'new-keys';
+
+export function workloadOf(tool: Tool): WorkloadName {
+  const wanted = process.env.BENCH_WORKLOAD ?? 'one-call';
+  if (wanted !== 'one-call' && wanted !== 'mix' && wanted !== 'new-keys') {
+    console.error('BENCH_WORKLOAD: one-call, mix or new-keys');
     process.exit(2);
   }
-  return mix;
+  if (wanted !== 'one-call' && tool !== 'wrk') {
+    console.error(`BENCH_WORKLOAD=${wanted} needs wrk (apt-get install -y wrk)`);
+    process.exit(2);
+  }
+  return wanted;
 }
 
 /** What a load run sends in turn, as a client sends it, and how a report names it. */
@@ -52,20 +59,42 @@ export interface Workload {
   readonly pages: readonly PageQuery[];
   /** The mix with variables, one document per shape of page; the one-call query with literals. */
   readonly form: Form | undefined;
+  /** Each request with an `Authorization: Bearer` key never sent before. */
+  readonly freshKeys: boolean;
   /** For the report's command line: `BENCH_WORKLOAD=mix ` or nothing. */
   readonly setting: string;
   readonly description: string;
 }
 
-export async function loadWorkload(mix: boolean, core: string, storeUrl: string): Promise<Workload> {
-  if (!mix) return { pages: [ONE_CALL], form: undefined, setting: '', description: 'the one-call query' };
+export async function loadWorkload(name: WorkloadName, core: string, storeUrl: string): Promise<Workload> {
+  if (name === 'new-keys') {
+    return {
+      pages: [ONE_CALL],
+      form: undefined,
+      freshKeys: true,
+      setting: 'BENCH_WORKLOAD=new-keys ',
+      description: 'the one-call query, each with a new API key the store refuses',
+    };
+  }
+  if (name === 'one-call') {
+    return { pages: [ONE_CALL], form: undefined, freshKeys: false, setting: '', description: 'the one-call query' };
+  }
   const pages = await walkMix(core, storeUrl);
   return {
     pages,
     form: 'variables',
+    freshKeys: false,
     setting: 'BENCH_WORKLOAD=mix ',
     description: `the distinct mix (${pages.length} pages)`,
   };
+}
+
+/** The requests a load run sends to `target` for `workload`. */
+export function requestsOf(workload: Workload, target: Target): HttpRequest[] {
+  return workload.pages.map((page) => ({
+    ...target.request(page, workload.form),
+    ...(workload.freshKeys ? { freshKey: true as const } : {}),
+  }));
 }
 
 /**

@@ -28,6 +28,8 @@ export interface HttpRequest {
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body?: string | undefined;
+  /** Sent with a new `Authorization: Bearer` key each time (wrk only): a client spraying keys. */
+  readonly freshKey?: true;
 }
 
 export interface Target {
