@@ -1,5 +1,12 @@
 /** A GraphQL client for tests: one POST over real HTTP, the parsed response and its status. */
 
+import { Agent, setGlobalDispatcher } from 'undici';
+
+// fetch's dispatcher is undici's Agent, as it was while the gateway imported undici's index (which
+// installs one for the whole process): the tests' and in-process benches' clients, and so
+// bench:limits' counts, do not depend on what the gateway imports (it loads undici's Pool alone).
+setGlobalDispatcher(new Agent());
+
 export interface GqlResponse<T = Record<string, unknown>> {
   readonly status: number;
   readonly headers: Headers;
