@@ -12,8 +12,9 @@
  *
  * Each is printed in KB per request by owner and by the heaviest allocating functions, with the
  * scavenges and full GCs per 1,000 requests. BENCH_WORKLOAD=mix measures the distinct mix of
- * `bench:throughput` instead (it needs wrk), BENCH_WORKLOAD=new-keys a new refused API key per request; BENCH_COALESCE=true the gateway's default;
- * BENCH_ALLOC_TOP (15) how many functions each table lists.
+ * `bench:throughput` instead (it needs wrk), BENCH_WORKLOAD=new-keys a new API key the store refuses
+ * with every request; BENCH_COALESCE=true the gateway's default; BENCH_ALLOC_TOP (15) how many
+ * functions each table lists.
  *
  * This found the largest of the hot path's later wins (README: "What each change to the hot path
  * moved"): what is allocated per request is what a Node gateway pays for in GC, not in its own code.

@@ -61,7 +61,7 @@ export interface Workload {
   readonly form: Form | undefined;
   /** Each request with an `Authorization: Bearer` key never sent before. */
   readonly freshKeys: boolean;
-  /** For the report's command line: `BENCH_WORKLOAD=mix ` or nothing. */
+  /** For the report's command line: `BENCH_WORKLOAD=mix `, `BENCH_WORKLOAD=new-keys ` or nothing. */
   readonly setting: string;
   readonly description: string;
 }

@@ -32,7 +32,7 @@ import { requestHooksPlugin } from './plugins/request-hooks.js';
 import { requestShape } from './plugins/request-shape.js';
 import { tracingPlugin } from './plugins/tracing.js';
 import { resolvers } from './resolvers/index.js';
-import { type AnswerStore, memoryAnswers } from './rest/answers.js';
+import { memoryAnswers } from './rest/answers.js';
 import { type BudgetStore, MemoryBudgetStore } from './rest/budget.js';
 import type { CancelSignal } from './rest/cancel.js';
 import { createRestClient } from './rest/client.js';
@@ -166,23 +166,22 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         onShared: () => metrics.sharedOperations.inc(),
       })
     : undefined;
-  // With Redis, answers (cached and stale) serve every replica; without it, this one.
-  const answers: AnswerStore =
-    keepsAnswers && config.redisUrl
-      ? (await import('./rest/answers-redis.js')).redisAnswers({
-          url: config.redisUrl,
-          ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
-          fallback: memoryAnswers(10_000),
-          onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
-        })
-      : memoryAnswers(10_000);
   const sharing =
     config.coalesce || keepsAnswers
       ? createResponseSharing({
           coalesce: config.coalesce,
           ttlMs: config.cacheTtlMs,
           staleTtlMs: config.staleTtlMs,
-          answers,
+          // With Redis, answers (cached and stale) serve every replica; without it, this one.
+          answers:
+            keepsAnswers && config.redisUrl
+              ? (await import('./rest/answers-redis.js')).redisAnswers({
+                  url: config.redisUrl,
+                  ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
+                  fallback: memoryAnswers(10_000),
+                  onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
+                })
+              : memoryAnswers(10_000),
           onCoalesced: () => metrics.coalesced.inc(),
           onCacheHit: () => metrics.cacheHits.inc(),
           onStale: () => metrics.staleServed.inc(),

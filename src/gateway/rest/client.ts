@@ -25,7 +25,8 @@ import type { ResponseSharing } from './sharing.js';
 export type { UpstreamObserver } from './attempt.js';
 
 // The Pool alone: undici's index loads fetch, WebSocket, the cache, EventSource and the mocks too,
-// 3.2 MB of heap (source text and closures) kept all the process's life for nothing we use.
+// 3.2 MB of heap (source text and closures) kept all the process's life for nothing we use, and
+// makes its Agent the global dispatcher of Node's fetch for the whole process that embeds us.
 // undici has no exports map, so the path is reachable; the suite fails at once if it moves.
 const Pool: typeof import('undici').Pool = createRequire(import.meta.url)('undici/lib/dispatcher/pool.js');
 
