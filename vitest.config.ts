@@ -6,21 +6,31 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const SUITE = '@apollo/server-integration-testsuite';
 
 /**
+ * One graphql module in the tests, the one Node loads in production. graphql has no "exports" map,
+ * so Node resolves it by its "main" for every importer: the CommonJS build, which @apollo/server
+ * (loaded by Node here too) uses. Vite would resolve the files it transforms (the gateway's src/,
+ * the tests) to graphql's ESM build through its "module" field: two graphql modules, two
+ * GraphQLError classes, and an error made by the gateway would not be `instanceof` the one Apollo
+ * Server checks, as it is in production. So `graphql` resolves here as `require` does.
+ *
  * Apollo's integration test suite is written for Jest. It is transformed here (not loaded as an
- * external package) so that its `@jest/globals` import can be pointed at vitest. Being transformed,
- * its `graphql` import would resolve through Vite to graphql's ESM build, while @apollo/server,
- * loaded by Node, uses the CommonJS one: two graphql modules, and every schema the suite builds is
- * rejected as "from another module or realm". graphql has no "exports" map, so resolving it as
- * `require` does gives exactly the file Node gives @apollo/server.
+ * external package) so that its `@jest/globals` import can be pointed at vitest; its schemas would
+ * be rejected as "from another module or realm" by the graphql @apollo/server uses without the above.
  */
-function jestSuiteUnderVitest(): Plugin {
+function oneGraphqlAndJestSuite(): Plugin {
   return {
-    name: 'apollo-integration-suite-under-vitest',
+    name: 'one-graphql-and-apollo-suite-under-vitest',
     enforce: 'pre',
     resolveId(source, importer) {
-      if (importer === undefined || !importer.includes(`/node_modules/${SUITE}/`)) return null;
-      if (source === '@jest/globals') return fileURLToPath(new URL('./test/helpers/jest-globals.ts', import.meta.url));
-      if (source === 'graphql' || source.startsWith('graphql/')) return createRequire(importer).resolve(source);
+      if (importer === undefined) return null;
+      if (source === 'graphql' || source.startsWith('graphql/')) {
+        return importer.includes('/node_modules/') && !importer.includes(`/node_modules/${SUITE}/`)
+          ? null
+          : createRequire(importer).resolve(source);
+      }
+      if (source === '@jest/globals' && importer.includes(`/node_modules/${SUITE}/`)) {
+        return fileURLToPath(new URL('./test/helpers/jest-globals.ts', import.meta.url));
+      }
       return null;
     },
   };
@@ -52,7 +62,7 @@ class SlowFirst extends BaseSequencer {
 }
 
 export default defineConfig({
-  plugins: [jestSuiteUnderVitest()],
+  plugins: [oneGraphqlAndJestSuite()],
   test: {
     include: ['test/**/*.test.ts'],
     // Fails the run if any process a test started is still alive at the end.
