@@ -3,7 +3,7 @@
  * code. Callers branch on `extensions.code`, never on messages.
  */
 
-import { GraphQLError } from 'graphql';
+import { type ASTNode, GraphQLError } from 'graphql';
 
 export const ErrorCode = {
   UNAUTHENTICATED: 'UNAUTHENTICATED',
@@ -31,17 +31,33 @@ export interface UpstreamErrorBody {
 export class GatewayError extends GraphQLError {
   readonly code: ErrorCode;
 
-  constructor(code: ErrorCode, message: string, extensions: Record<string, unknown> = {}, httpStatus?: number) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    extensions: Record<string, unknown> = {},
+    httpStatus?: number,
+    at?: { readonly nodes: readonly ASTNode[]; readonly path: readonly (string | number)[] },
+  ) {
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
       super(message, {
+        ...at,
         extensions: { code, ...extensions, ...(httpStatus === undefined ? {} : { http: { status: httpStatus } }) },
       });
     } finally {
       Error.stackTraceLimit = limit;
     }
     this.code = code;
+  }
+
+  /**
+   * This error as the response reports it at a field (`nodes`, `path`): the same code, message and
+   * extensions. graphql-js keeps an error that carries a path as it is; one without, it wraps in a
+   * new GraphQLError, which captures a stack and reads the stack of ours (resolvers/locating.ts).
+   */
+  at(nodes: readonly ASTNode[], path: readonly (string | number)[]): GatewayError {
+    return new GatewayError(this.code, this.message, this.extensions, undefined, { nodes, path });
   }
 }
 

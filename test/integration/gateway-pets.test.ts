@@ -427,10 +427,9 @@ describe('the pets connection and pet lookups against the reference store', () =
       const pets = await stack.query('query Listing {\n  first: pets(first: 2) { nodes { id } }\n}', {
         key: 'unknown-key-3',
       });
-      console.log('BODY', JSON.stringify(pets.body));
       expect(pets.body.errors).toEqual([
         {
-          message: 'the Pet Store refused the API key',
+          message: 'the Pet Store did not accept the API key',
           locations: [{ line: 2, column: 3 }],
           path: ['first'],
           extensions: {

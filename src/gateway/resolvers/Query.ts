@@ -4,9 +4,10 @@ import { badUserInput } from '../errors.js';
 import { parseIdArgument } from '../ids.js';
 import { toRestStatus } from '../models.js';
 import { fetchPetConnection } from '../pets-connection.js';
+import { locating } from './locating.js';
 
 export const Query: QueryResolvers = {
-  pets: (_parent, { first, after, status }, context, info) => {
+  pets: locating((_parent, { first, after, status }, context, info) => {
     if (first === null || !Number.isInteger(first) || first < 1 || first > 100) {
       throw badUserInput('first must be an integer from 1 to 100');
     }
@@ -15,13 +16,13 @@ export const Query: QueryResolvers = {
       { first, after: after ?? undefined, status: status ? toRestStatus(status) : undefined },
       info.path,
     );
-  },
+  }),
 
-  pet: async (_parent, { id }, context, info) => {
+  pet: locating(async (_parent, { id }, context, info) => {
     const pet = await context.petLoader.load(parseIdArgument(id, 'id'));
     if (pet !== null) noteStale(context, info.path, context.petStaleMs(pet.id));
     return pet;
-  },
+  }),
 
   // With dryRun the operation never gets here: the estimate plugin answers it before execution.
   rateLimit: (_parent, _args, context) => ({ ...context.budget(), cost: context.operation.estimated }),
