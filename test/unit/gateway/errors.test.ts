@@ -29,7 +29,10 @@ describe('errors located by the resolvers (resolvers/locating.ts)', () => {
     .definitions[0] as OperationDefinitionNode;
   const field = operation.selectionSet.selections[0] as FieldNode;
   // What graphql-js hands a resolver, as far as locating reads it.
-  const info = { fieldNodes: [field], path: { prev: undefined, key: 'list', typename: 'Query' } } as GraphQLResolveInfo;
+  const info = {
+    fieldNodes: [field],
+    path: { prev: undefined, key: 'list', typename: 'Query' },
+  } as unknown as GraphQLResolveInfo;
 
   it("carry the field's locations and path, the same code, message and extensions, and still no stack frames", () => {
     const error = rateLimited(3).at([field], ['list']);
@@ -46,15 +49,14 @@ describe('errors located by the resolvers (resolvers/locating.ts)', () => {
   });
 
   it('come out of a resolver that throws or rejects, located at its field', async () => {
-    const thrown = (() => {
-      try {
-        locating(() => {
-          throw badUserInput('first must be an integer from 1 to 100');
-        })(undefined, {}, {}, info);
-      } catch (error) {
-        return error;
-      }
-    })();
+    let thrown: unknown;
+    try {
+      locating(() => {
+        throw badUserInput('first must be an integer from 1 to 100');
+      })(undefined, {}, {}, info);
+    } catch (error) {
+      thrown = error;
+    }
     const rejected = await locating(async () => {
       throw rateLimited(2);
     })(undefined, {}, {}, info).catch((error: unknown) => error);
