@@ -77,11 +77,16 @@ describe('errors located by the resolvers (resolvers/locating.ts)', () => {
         throw fault;
       })(undefined, {}, {}, info),
     ).rejects.toBe(fault);
+    // The very same object (toThrow would compare messages only).
     const elsewhere = rateLimited(1).at([field], ['elsewhere']);
-    expect(() =>
+    let thrown: unknown;
+    try {
       locating(() => {
         throw elsewhere;
-      })(undefined, {}, {}, info),
-    ).toThrow(elsewhere);
+      })(undefined, {}, {}, info);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBe(elsewhere);
   });
 });
