@@ -23,11 +23,8 @@ function oneGraphqlAndJestSuite(): Plugin {
     enforce: 'pre',
     resolveId(source, importer) {
       if (importer === undefined) return null;
-      if (source === 'graphql' || source.startsWith('graphql/')) {
-        return importer.includes('/node_modules/') && !importer.includes(`/node_modules/${SUITE}/`)
-          ? null
-          : createRequire(importer).resolve(source);
-      }
+      // Only transformed files come here (src/, the tests, the inlined suite): Node loads the rest.
+      if (source === 'graphql' || source.startsWith('graphql/')) return createRequire(importer).resolve(source);
       if (source === '@jest/globals' && importer.includes(`/node_modules/${SUITE}/`)) {
         return fileURLToPath(new URL('./test/helpers/jest-globals.ts', import.meta.url));
       }

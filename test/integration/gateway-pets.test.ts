@@ -421,13 +421,12 @@ describe('the pets connection and pet lookups against the reference store', () =
       ]);
     });
 
-    it('reports each error at the field it came from, with its locations and path, as graphql-js does', async () => {
-      // A refused argument (thrown), a refused key (a rejection, from the upstream), a lookup and a
-      // create: the resolvers hand these over located themselves (resolvers/locating.ts).
-      const pets = await stack.query('query Listing {\n  first: pets(first: 2) { nodes { id } }\n}', {
-        key: 'unknown-key-3',
-      });
-      expect(pets.body.errors).toEqual([
+    // The resolvers hand these over located themselves (resolvers/locating.ts).
+    it.each([
+      [
+        'a refused key (a rejection, from the upstream)',
+        'query Listing {\n  first: pets(first: 2) { nodes { id } }\n}',
+        'unknown-key-3',
         {
           message: 'the Pet Store did not accept the API key',
           locations: [{ line: 2, column: 3 }],
@@ -437,35 +436,47 @@ describe('the pets connection and pet lookups against the reference store', () =
             upstream: { code: 'unauthorized', message: 'invalid API key', status: 401 },
           },
         },
-      ]);
-      const refused = await stack.query('{ a: pet(id: "1") { id }\n    b: pets(first: 0) { nodes { id } } }');
-      expect(refused.body.errors).toEqual([
+      ],
+      [
+        'a refused argument (thrown), beside a field that succeeds',
+        '{ a: pet(id: "1") { id }\n    b: pets(first: 0) { nodes { id } } }',
+        undefined,
         {
           message: 'first must be an integer from 1 to 100',
           locations: [{ line: 2, column: 5 }],
           path: ['b'],
           extensions: { code: 'BAD_USER_INPUT' },
         },
-      ]);
-      const lookup = await stack.query('{\n pet(id: "x") { id } }');
-      expect(lookup.body.errors).toEqual([
+      ],
+      [
+        'a refused lookup',
+        '{\n pet(id: "x") { id } }',
+        undefined,
         {
           message: 'id must be an int64 integer written in decimal',
           locations: [{ line: 2, column: 2 }],
           path: ['pet'],
           extensions: { code: 'BAD_USER_INPUT' },
         },
-      ]);
-      const create = await stack.query('mutation { createPet(input: { name: " ", categoryId: "1" }) { pet { id } } }');
-      expect(create.body.errors).toEqual([
+      ],
+      [
+        'a refused create',
+        'mutation { createPet(input: { name: " ", categoryId: "1" }) { pet { id } } }',
+        undefined,
         {
           message: 'name must be 1 to 200 characters and not only white space',
           locations: [{ line: 1, column: 12 }],
           path: ['createPet'],
           extensions: { code: 'BAD_USER_INPUT' },
         },
-      ]);
-    });
+      ],
+    ])(
+      'reports %s at its field, with its locations and path, as graphql-js does',
+      async (_label, query, key, error) => {
+        const response = await stack.query(query, key === undefined ? {} : { key });
+        expect(response.body.errors).toEqual([error]);
+      },
+    );
 
     // No client input that the gateway lets through is refused by the reference store: the gateway checks
     // first (1..100), status (an enum), ids (int64), names (1..200 characters) and categoryId (positive int64)
