@@ -23,14 +23,15 @@
  * Each target gets a warm-up, then BENCH_ROUNDS measured runs interleaved across targets; the
  * tables show medians. Progress goes to stderr, the report to stdout.
  *
- * Settings: BENCH_TOOL (wrk | autocannon), BENCH_CONNECTIONS (32), BENCH_WARMUP (5 s),
+ * Settings: BENCH_TOOL (wrk | autocannon), BENCH_CONNECTIONS (32), BENCH_WARMUP (5 s), BENCH_REWARM
+ * (2 s of unmeasured load right before each measured run; 0 for none),
  * BENCH_DURATION (10 s), BENCH_ROUNDS (3).
  */
 
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chooseTool, positive } from './lib/load.js';
+import { chooseTool, positive, seconds } from './lib/load.js';
 import { checkMix, meanPageSize, walkMix } from './lib/mix.js';
 import { meshSkipped, startMesh, startTailcall, tailcallVersion } from './lib/peers.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
@@ -49,6 +50,7 @@ import {
 
 const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
 const WARMUP_S = positive('BENCH_WARMUP', 5);
+const REWARM_S = seconds('BENCH_REWARM', 2);
 const DURATION_S = positive('BENCH_DURATION', 10);
 const ROUNDS = positive('BENCH_ROUNDS', 3);
 const TOOL = chooseTool(process.env.BENCH_TOOL);
@@ -147,7 +149,7 @@ async function prepareMix(
 }
 
 function commandLine(): string {
-  const settings = `BENCH_TOOL=${TOOL} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_WARMUP=${WARMUP_S} BENCH_DURATION=${DURATION_S} BENCH_ROUNDS=${ROUNDS}`;
+  const settings = `BENCH_TOOL=${TOOL} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_WARMUP=${WARMUP_S} BENCH_REWARM=${REWARM_S} BENCH_DURATION=${DURATION_S} BENCH_ROUNDS=${ROUNDS}`;
   const script = process.env.npm_lifecycle_event;
   return `${settings} ${script?.startsWith('bench') ? `npm run ${script}` : 'tsx bench/throughput.ts'}`;
 }
@@ -167,6 +169,7 @@ async function main(): Promise<void> {
       connections: CONNECTIONS,
       dir: scratch,
       warmupS: WARMUP_S,
+      rewarmS: REWARM_S,
       durationS: DURATION_S,
       rounds: ROUNDS,
       progress,
@@ -194,6 +197,7 @@ async function main(): Promise<void> {
       tool: TOOL,
       connections: CONNECTIONS,
       warmupS: WARMUP_S,
+      rewarmS: REWARM_S,
       durationS: DURATION_S,
       rounds: ROUNDS,
       cores: { server: SERVER_CORE, load: LOAD_CORE },

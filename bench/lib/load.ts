@@ -38,6 +38,13 @@ export function positive(name: string, fallback: number): number {
   return value;
 }
 
+/** A setting from the environment that must be a whole number of seconds, 0 allowed (BENCH_REWARM). */
+export function seconds(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback);
+  if (!(Number.isInteger(value) && value >= 0)) throw new Error(`${name} must be a whole number of seconds, 0 or more`);
+  return value;
+}
+
 /** BENCH_TOOL if set, else wrk when installed, else autocannon (a project devDependency). */
 export function chooseTool(wanted: string | undefined): Tool {
   if (wanted !== undefined && wanted !== 'wrk' && wanted !== 'autocannon')

@@ -77,6 +77,7 @@ export interface Report {
   readonly tool: 'wrk' | 'autocannon';
   readonly connections: number;
   readonly warmupS: number;
+  readonly rewarmS: number;
   readonly durationS: number;
   readonly rounds: number;
   readonly cores: { readonly server: string; readonly load: string };
@@ -100,7 +101,7 @@ export function formatReport(report: Report): string {
     '',
     `Machine: ${machine()}. Load average (1 / 5 / 15 min): ${report.loadAtStart} at start, ${report.loadAtEnd} at end; other work on the machine skews results.`,
     '',
-    `Load: ${tool}, ${report.connections} connections; per target ${report.warmupS} s warm-up, then ${report.rounds} × ${report.durationS} s runs interleaved across targets, medians. Servers under test pinned to core ${report.cores.server}; the store, the load tool and the bench on core ${report.cores.load}. "server CPU" is the process answering (REST direct: the store); "upstream calls/request" is what the store served during the runs over what the target answered (requests still in flight when a run stops count upstream only, so a target without sharing shows a little over 1). Tailcall runs with its defaults but for loopback, one worker and a 32-connection idle pool: JIT execution, no query validation, no HTTP cache.`,
+    `Load: ${tool}, ${report.connections} connections; per target ${report.warmupS} s warm-up, then ${report.rounds} × ${report.durationS} s runs interleaved across targets, each right after ${report.rewarmS} s of unmeasured load (a target waits over a minute between its runs, and this gateway, measured alone, answered the first one to two seconds after such a pause at a third of its speed, with p99 50–60 ms), medians. Servers under test pinned to core ${report.cores.server}; the store, the load tool and the bench on core ${report.cores.load}. "server CPU" is the process answering (REST direct: the store); "upstream calls/request" is what the store served during the runs over what the target answered (requests still in flight when a run stops count upstream only, so a target without sharing shows a little over 1). Tailcall runs with its defaults but for loopback, one worker and a 32-connection idle pool: JIT execution, no query validation, no HTTP cache.`,
     '',
     `**One call**: the same page of 20 pets every time (\`GET /v1/pets?limit=20\`; this gateway \`{ pets(first: 20) { nodes { id name status } } }\`; Tailcall \`{ pets(limit: 20) { id name status } }\`; Mesh \`{ listPets(limit: 20) { ... on Pet { id name status } } }\`); memory while ${connections} connections send it for ${seconds} s:`,
     '',

@@ -14,6 +14,14 @@ export const ONE_CALL: PageQuery = { limit: 20 };
 
 export interface Settings extends Omit<LoadOptions, 'seconds'> {
   readonly warmupS: number;
+  /**
+   * Unmeasured load right before each measured run. Between its runs a target waits while every
+   * other target runs (over a minute with all peers), and the gateway answered the first one to two
+   * seconds after such a pause at a third of its speed (V8 optimised 450–540 functions again in the
+   * run after a minute's pause, 130–200 without one); without this, a run's p99 is that restart's,
+   * not the server's under steady load.
+   */
+  readonly rewarmS: number;
   readonly durationS: number;
   readonly rounds: number;
   readonly progress: (line: string) => void;
@@ -56,6 +64,8 @@ export async function runWorkload(workload: Workload, store: Served, settings: S
   const runs = workload.targets.map(() => [] as (Measurement & { upstream: number })[]);
   for (let round = 1; round <= settings.rounds; round++) {
     for (const [index, target] of workload.targets.entries()) {
+      if (settings.rewarmS > 0)
+        await load(target, workload.requests(target), { ...settings, seconds: settings.rewarmS });
       const before = await storeCounts(store.child);
       const m = await measure(target, workload.requests(target), { ...settings, seconds: settings.durationS });
       const after = await storeCounts(store.child);
