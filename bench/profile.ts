@@ -145,7 +145,7 @@ try {
     gateway('`PETSTORE_COALESCE=false`', { PETSTORE_COALESCE: 'false' }),
     gateway('coalescing on (default)', {}),
     {
-      label: 'The Apollo floor (bench/lib/floor.ts, under tsx)',
+      label: 'The Apollo floor (bench/lib/floor.ts)',
       start: (nodeArgs: readonly string[]) => startFloorServer(SERVER_CORE, store.url, 'apollo', nodeArgs),
       after: 'id',
     } satisfies Subject,

@@ -35,8 +35,9 @@ export function owner(frame: CallFrame): string {
     if (name.startsWith('@apollo/')) return 'Apollo Server (@apollo/*)';
     return name;
   }
+  // The floor before the gateway: it runs compiled into bench/.child/, whose path holds no `/dist/`.
+  if (url.includes('/bench/lib/floor.')) return "the floor's resolver and edge (bench/lib/floor.ts)";
   if (url.includes('/dist/')) return 'this gateway (dist/)';
-  if (url.includes('/bench/lib/floor.ts')) return "the floor's resolver and edge (bench/lib/floor.ts)";
   return 'other';
 }
 

@@ -1,17 +1,30 @@
 /**
  * This project's servers for `npm run bench:throughput`, each a process pinned to a core: the
- * reference store (which also counts the requests it serves) and the Node floor, as
+ * reference store (which also counts the requests it serves) and the two floors, as
  * bench/throughput-child.ts processes talking to the bench over an IPC channel; and the gateway as
- * `npm start` runs it (`node --max-old-space-size=256 dist/main.js`), so its CPU and memory are
- * those of a deployment, without tsx's loader (about 55 MB of RSS) in the process.
+ * `npm start` runs it (`node --max-old-space-size=256 dist/main.js`). None runs under tsx, whose
+ * loader holds about 55 MB of RSS and shows in profiles: the child is compiled by tsc first
+ * (bench/tsconfig.child.json, into bench/.child/), so the floors' CPU and memory are those of
+ * plain Node as well, comparable with the gateway's.
  */
 
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { pinned } from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CHILD = fileURLToPath(new URL('../throughput-child.ts', import.meta.url));
+const CHILD_CONFIG = fileURLToPath(new URL('../tsconfig.child.json', import.meta.url));
+const CHILD = fileURLToPath(new URL('../.child/bench/throughput-child.js', import.meta.url));
+
+let compiled = false;
+/** Compiles bench/throughput-child.ts and what it imports with the project's tsc, once per bench process. */
+function compileChild(): void {
+  if (compiled) return;
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', CHILD_CONFIG], { cwd: ROOT, stdio: 'inherit' });
+  compiled = true;
+}
 
 /** The store's key (limits no run reaches); not a secret. */
 export const BENCH_KEY = 'k';
@@ -24,7 +37,8 @@ export interface Served {
 
 /** Starts a throughput-child.ts server pinned to `core` and waits for its URL; `nodeArgs` as startGateway's. */
 async function startChild(core: string, args: string[], nodeArgs: readonly string[] = []): Promise<Served> {
-  const child = pinned(core, process.execPath, [...nodeArgs, '--import', 'tsx', CHILD, ...args], {
+  compileChild();
+  const child = pinned(core, process.execPath, [...nodeArgs, CHILD, ...args], {
     cwd: ROOT,
     // As deployed, and as Hive Gateway runs here: graphql-js skips its development checks.
     env: { ...process.env, NODE_ENV: 'production' },
