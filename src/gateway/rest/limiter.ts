@@ -112,10 +112,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /** Waits for a reservation; returns its sequence number. */
   async function reserve(call: UpstreamCall): Promise<number> {
     // Past its operation's wait, a request may still go if it needs no wait (a later page of a walk).
-    const deadline = Math.max(call.operation.waitUntil, now());
+    // The first reservation asks at the very instant the deadline was read: a clock that ticked
+    // between two reads made "no wait" a millisecond's wait past the deadline, refused.
     const waitingSince = now();
-    for (;;) {
-      const reservation = await options.store.reserve(call.keyId, options.windows, now(), deadline);
+    const deadline = Math.max(call.operation.waitUntil, waitingSince);
+    for (let asked = waitingSince; ; asked = now()) {
+      const reservation = await options.store.reserve(call.keyId, options.windows, asked, deadline);
       const start = now();
       if (reservation.ok) {
         if (usage.size >= memoSize && !usage.has(call.keyId)) usage.delete(usage.keys().next().value as string);

@@ -399,6 +399,24 @@ describe('scrubSecret', () => {
 });
 
 describe('limiter', () => {
+  it("sends a request past its operation's wait that needs no wait, though the clock ticks between its reads", async () => {
+    // A walk's later page comes past the operation's wait and may still go if it needs none. The
+    // limiter read the clock once for that deadline and again for the reservation: a millisecond
+    // between the two reads refused the page as RATE_LIMITED (seen once in CI, under load, in
+    // budget-integrity's "slow pages"). This clock moves a millisecond at every read.
+    let clock = Date.now() + 10_000;
+    const limiter = createLimiter({
+      windows: [{ count: 60, windowMs: 60_000 }],
+      store: new MemoryBudgetStore(),
+      slots: createSlots({ total: 4, perKey: 4, maxQueuedPerClient: 4 }),
+      maxRetryAfterMs: 60_000,
+      now: () => clock++,
+    });
+    const send = limiter.stage(async () => OK);
+    await expect(send(call())).resolves.toBe(OK);
+    await limiter.close();
+  });
+
   it('counts a request refused for want of a connection slot as rejected for the queue', async () => {
     const events: LimiterEvent[] = [];
     const limiter = createLimiter({
