@@ -47,6 +47,8 @@ export function where(frame: CallFrame): string {
   // A package's files by package (`@apollo/server/dist/esm/…`), the gateway's own by `dist/…`.
   const file = url.includes('/node_modules/')
     ? url.replace(/^.*node_modules\//, '')
-    : url.replace(/^.*\/dist\//, 'dist/');
+    : url.includes('/bench/.child/')
+      ? url.replace(/^.*\/bench\/\.child\//, '')
+      : url.replace(/^.*\/dist\//, 'dist/');
   return `${functionName || '(anonymous)'} ${file}:${lineNumber + 1}`;
 }
