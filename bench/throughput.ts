@@ -31,7 +31,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chooseTool, positive, seconds } from './lib/load.js';
+import { chooseTool, positive } from './lib/load.js';
 import { checkMix, meanPageSize, walkMix } from './lib/mix.js';
 import { meshSkipped, startMesh, startTailcall, tailcallVersion } from './lib/peers.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
@@ -50,7 +50,7 @@ import {
 
 const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
 const WARMUP_S = positive('BENCH_WARMUP', 5);
-const REWARM_S = seconds('BENCH_REWARM', 2);
+const REWARM_S = positive('BENCH_REWARM', 2, 0);
 const DURATION_S = positive('BENCH_DURATION', 10);
 const ROUNDS = positive('BENCH_ROUNDS', 3);
 const TOOL = chooseTool(process.env.BENCH_TOOL);

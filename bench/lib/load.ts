@@ -31,17 +31,10 @@ export interface Measurement extends LoadResult {
   readonly wallS: number;
 }
 
-/** A setting from the environment that must be a positive integer (BENCH_ROUNDS and the like). */
-export function positive(name: string, fallback: number): number {
+/** A setting from the environment that must be an integer of at least `least` (BENCH_ROUNDS and the like; 0 for BENCH_REWARM). */
+export function positive(name: string, fallback: number, least = 1): number {
   const value = Number(process.env[name] ?? fallback);
-  if (!(Number.isInteger(value) && value > 0)) throw new Error(`${name} must be a positive integer`);
-  return value;
-}
-
-/** A setting from the environment that must be a whole number of seconds, 0 allowed (BENCH_REWARM). */
-export function seconds(name: string, fallback: number): number {
-  const value = Number(process.env[name] ?? fallback);
-  if (!(Number.isInteger(value) && value >= 0)) throw new Error(`${name} must be a whole number of seconds, 0 or more`);
+  if (!(Number.isInteger(value) && value >= least)) throw new Error(`${name} must be an integer of ${least} or more`);
   return value;
 }
 
