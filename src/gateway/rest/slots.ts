@@ -18,13 +18,15 @@ export interface SlotsOptions {
   /** Requests one client may have waiting for one key. */
   readonly maxQueuedPerClient: number;
   readonly now?: () => number;
+  /** The error a refused wait rejects with (default: RATE_LIMITED, retry after 1 s). */
+  readonly refusal?: () => Error;
 }
 
 export interface Slots {
   /**
    * Resolves with a release function once a slot is free for this key and client; rejects with
-   * RATE_LIMITED at `until` or when the client's queue is full (and calls `onRefused` then), and
-   * with the signal's reason on abort.
+   * the refusal (RATE_LIMITED) at `until` or when the client's queue is full (and calls `onRefused`
+   * then), and with the signal's reason on abort.
    */
   acquire(
     keyId: string,
@@ -70,6 +72,7 @@ function queueFull() {
 
 export function createSlots(options: SlotsOptions): Slots {
   const now = options.now ?? Date.now;
+  const refusal = options.refusal ?? queueFull;
   const keys = new Map<string, KeySlots>();
   /** Keys with requests waiting, next to be served first. */
   const turn: string[] = [];
@@ -148,7 +151,7 @@ export function createSlots(options: SlotsOptions): Slots {
       if (queue.length >= options.maxQueuedPerClient || wait <= 0) {
         forgetIfIdle(state);
         onRefused?.();
-        return Promise.reject(queueFull());
+        return Promise.reject(refusal());
       }
       const current = state;
       return new Promise((resolve, reject) => {
@@ -170,7 +173,7 @@ export function createSlots(options: SlotsOptions): Slots {
         const onAbort = () => leave(signal?.reason);
         const timer = setTimeout(() => {
           onRefused?.();
-          leave(queueFull());
+          leave(refusal());
         }, wait);
         const waiter: Waiter = {
           grant: (release) => {
