@@ -13,6 +13,7 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { Tracer } from '@opentelemetry/api';
 import { parse } from 'graphql';
 import { type Config, ConfigError, PLAN_LIMITS } from '../config.js';
+import { createAdmission } from './admission.js';
 import { createContext, type GatewayContext, requestKeyId } from './context.js';
 import { createCors } from './cors.js';
 import { createDrain } from './drain.js';
@@ -274,6 +275,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       logger.warn({ maxConnections: config.http.maxConnections }, 'MAX_CONNECTIONS reached: new connections closed');
     }
   });
+  const admission = createAdmission({
+    perKey: config.maxRunningPerKey,
+    now,
+    onRefused: () => metrics.rejected.inc({ reason: 'running' }),
+  });
+  metrics.watchAdmission(admission);
   handle = createHttpHandler({
     apollo,
     context: async (
@@ -292,6 +299,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         trace,
       }),
     maxBodyBytes: config.limits.maxBodyBytes,
+    admit: (context) => admission.admit(context.keyId, context.operation),
     logger,
     metrics: {
       contentType: metrics.registry.contentType,
