@@ -73,6 +73,8 @@ export function createOperation(options: OperationOptions): Operation {
     sent: 0,
     estimated: 0,
     span: options.span,
+    // Set here, not first by the admission: every operation keeps one shape for the code that reads it.
+    onBudgetWait: undefined,
   };
 }
 
