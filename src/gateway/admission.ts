@@ -20,11 +20,11 @@ import { createSlots } from './rest/slots.js';
 
 export interface Admission {
   /**
-   * Waits for the operation's turn to run; resolves with the function that ends it (once, however
-   * often called, and also on the operation's first wait for budget). Rejects with RATE_LIMITED
+   * The function that ends the operation's turn to run (once, however often called, and also on the
+   * operation's first wait for budget): at once when a turn is free, else once one is. Rejects with RATE_LIMITED
    * (HTTP 429) at the operation's `waitUntil`, and with the signal's reason when its client leaves.
    */
-  admit(keyId: string, operation: Operation): Promise<() => void>;
+  admit(keyId: string, operation: Operation): (() => void) | Promise<() => void>;
   /** Aggregates for metrics: never per key. */
   stats(): { readonly running: number; readonly waiting: number };
 }
@@ -45,11 +45,18 @@ export function createAdmission(options: {
     ...(options.now ? { now: options.now } : {}),
   });
   return {
-    async admit(keyId, operation) {
+    admit(keyId, operation) {
+      // Most operations find a turn free: no promise for them.
+      const now = running.take(keyId);
+      if (now !== undefined) {
+        operation.onBudgetWait = now;
+        return now;
+      }
       const { clientId, waitUntil, signal } = operation;
-      const leave = await running.acquire(keyId, clientId, waitUntil, signal, options.onRefused);
-      operation.onBudgetWait = leave;
-      return leave;
+      return running.acquire(keyId, clientId, waitUntil, signal, options.onRefused).then((leave) => {
+        operation.onBudgetWait = leave;
+        return leave;
+      });
     },
     stats: () => ({ running: running.taken, waiting: running.waiting }),
   };

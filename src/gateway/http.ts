@@ -56,11 +56,12 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
   /** A span per GraphQL request (OpenTelemetry); none: no tracing work at all. */
   readonly tracing?: Tracing | undefined;
   /**
-   * Waits, once the request's context is made, for its turn to run (admission.ts); resolves with
-   * what ends the turn, called once the answer is made. A rejection refuses the request as a context
-   * error (its GraphQLError's `extensions.http` sets the status). None: every request runs at once.
+   * Waits, once the request's context is made, for its turn to run (admission.ts); gives, at once or
+   * by a promise, what ends the turn, called once the answer is made. A rejection refuses the request
+   * as a context error (its GraphQLError's `extensions.http` sets the status). None: every request
+   * runs at once.
    */
-  readonly admit?: ((context: TContext) => Promise<() => void>) | undefined;
+  readonly admit?: ((context: TContext) => (() => void) | Promise<() => void>) | undefined;
 }
 
 export function createHttpHandler<TContext extends BaseContext = GatewayContext>(
@@ -193,7 +194,7 @@ async function runAdmitted<TContext extends BaseContext>(
   apollo: ApolloServer<TContext>,
   request: HTTPGraphQLRequest,
   context: () => Promise<TContext>,
-  admit: (context: TContext) => Promise<() => void>,
+  admit: (context: TContext) => (() => void) | Promise<() => void>,
 ): Promise<HTTPGraphQLResponse> {
   let leave: (() => void) | undefined;
   try {
@@ -201,7 +202,8 @@ async function runAdmitted<TContext extends BaseContext>(
       httpGraphQLRequest: request,
       context: async () => {
         const made = await context();
-        leave = await admit(made);
+        const admitted = admit(made);
+        leave = typeof admitted === 'function' ? admitted : await admitted;
         return made;
       },
     });

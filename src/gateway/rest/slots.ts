@@ -35,6 +35,8 @@ export interface Slots {
     signal?: CancelSignal,
     onRefused?: () => void,
   ): Promise<() => void>;
+  /** A slot at once, without a promise, when one is free for the key and nobody waits for it; else undefined. */
+  take(keyId: string): (() => void) | undefined;
   /** Keys with slots taken or requests waiting (idle keys are not counted). */
   readonly keys: number;
   /** Requests waiting, over all keys. */
@@ -137,15 +139,26 @@ export function createSlots(options: SlotsOptions): Slots {
     }
   }
 
+  /** A slot for the key's state if one is free and nobody waits for one. */
+  function takeFree(state: KeySlots): (() => void) | undefined {
+    if (taken >= options.total || state.taken >= options.perKey || state.turn.length !== 0) return undefined;
+    state.taken++;
+    taken++;
+    return releaser(state);
+  }
+
   return {
+    take(keyId) {
+      const state = stateOf(keyId);
+      const release = takeFree(state);
+      if (release === undefined) forgetIfIdle(state);
+      return release;
+    },
     acquire(keyId, clientId, until, signal, onRefused) {
       if (signal?.aborted) return Promise.reject(signal.reason);
       const state = stateOf(keyId);
-      if (taken < options.total && state.taken < options.perKey && state.turn.length === 0) {
-        state.taken++;
-        taken++;
-        return Promise.resolve(releaser(state));
-      }
+      const free = takeFree(state);
+      if (free !== undefined) return Promise.resolve(free);
       const wait = until - now();
       const queue = state.queues.get(clientId) ?? [];
       if (queue.length >= options.maxQueuedPerClient || wait <= 0) {
