@@ -14,6 +14,7 @@
  * the budget cannot serve them (RATE_LIMITED). Waiting for a connection keeps the place.
  */
 
+import { GraphQLError } from 'graphql';
 import { tooManyRunning } from './errors.js';
 import type { Operation } from './rest/operation.js';
 import { createSlots } from './rest/slots.js';
@@ -21,8 +22,9 @@ import { createSlots } from './rest/slots.js';
 export interface Admission {
   /**
    * The function that ends the operation's turn to run (once, however often called, and also on the
-   * operation's first wait for budget): at once when a turn is free, else once one is. Rejects with RATE_LIMITED
-   * (HTTP 429) at the operation's `waitUntil`, and with the signal's reason when its client leaves.
+   * operation's first wait for budget): at once when a turn is free, else once one is. Rejects with
+   * RATE_LIMITED (HTTP 429) at the operation's `waitUntil`, and with CLIENT_GONE when its client
+   * leaves.
    */
   admit(keyId: string, operation: Operation): (() => void) | Promise<() => void>;
   /** Aggregates for metrics: never per key. */
@@ -53,11 +55,27 @@ export function createAdmission(options: {
         return now;
       }
       const { clientId, waitUntil, signal } = operation;
-      return running.acquire(keyId, clientId, waitUntil, signal, options.onRefused).then((leave) => {
-        operation.onBudgetWait = leave;
-        return leave;
-      });
+      return running.acquire(keyId, clientId, waitUntil, signal, options.onRefused).then(
+        (leave) => {
+          operation.onBudgetWait = leave;
+          return leave;
+        },
+        (error: unknown) => {
+          throw signal?.aborted ? clientGone() : error;
+        },
+      );
     },
     stats: () => ({ running: running.taken, waiting: running.waiting }),
   };
+}
+
+/**
+ * What an operation whose client left while it waited is refused with. Nobody reads it; it has a
+ * code so that it is not logged as a fault of the gateway's, and status 499 (nginx's "client closed
+ * request") so that traces do not count it as a server error.
+ */
+function clientGone(): GraphQLError {
+  return new GraphQLError('the client closed the connection', {
+    extensions: { code: 'CLIENT_GONE', http: { status: 499 } },
+  });
 }

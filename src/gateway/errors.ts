@@ -23,10 +23,10 @@ export interface UpstreamErrorBody {
 
 /**
  * A GraphQL error with a stable `extensions.code`; `http` (a status, and headers) is set only where
- * the whole response takes it. An answer to the client, not a fault of the gateway's: it carries no stack trace. Under
- * Apollo Server's async chain, capturing one (and formatting it, which graphql-js makes happen when
- * it locates the error in the response) took ~40 µs per error, on the paths a hostile client or a
- * 429 storm drives hardest: refused keys, rate limits, an upstream that is down.
+ * the whole response takes it. An answer to the client, not a fault of the gateway's: it carries no
+ * stack trace. Under Apollo Server's async chain, capturing one (and formatting it, which graphql-js
+ * makes happen when it locates the error in the response) took ~40 µs per error, on the paths a
+ * hostile client or a 429 storm drives hardest: refused keys, rate limits, an upstream that is down.
  */
 export class GatewayError extends GraphQLError {
   readonly code: ErrorCode;

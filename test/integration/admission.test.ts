@@ -8,10 +8,14 @@
  */
 
 import type { ServerResponse } from 'node:http';
+import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { errorCodes, type GqlResponse } from '../helpers/gql.js';
+import { parseConfig } from '../../src/config.js';
+import { createLogger } from '../../src/gateway/logger.js';
+import { createGateway } from '../../src/gateway/server.js';
+import { errorCodes, type GqlResponse, gql } from '../helpers/gql.js';
 import { type HostileUpstream, page, startHostileUpstream } from '../helpers/hostile-upstream.js';
-import { type GatewayUnderTest, startGateway } from '../helpers/upstream.js';
+import { type GatewayUnderTest, startGateway, UPSTREAM_KEY } from '../helpers/upstream.js';
 
 const OTHER_KEY = 'another-key-0123456789';
 /** A distinct query per call, so that none shares another's execution or GET. */
@@ -128,6 +132,51 @@ describe('PETSTORE_MAX_RUNNING', () => {
       '4',
       '5',
     ]);
+  });
+});
+
+describe('a client that leaves while its operation waits', () => {
+  it('is no fault of the gateway: nothing is logged above info', async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    });
+    const config = parseConfig({
+      PORT: '0',
+      PETSTORE_BASE_URL: upstream.url,
+      PETSTORE_API_KEY: UPSTREAM_KEY,
+      PETSTORE_RATE_LIMITS: 'off',
+      PETSTORE_MAX_RUNNING: '1',
+      PETSTORE_COALESCE: 'false',
+    });
+    const gateway = await createGateway(config, { host: '127.0.0.1', logger: createLogger('info', sink) });
+    try {
+      const first = gql(gateway.url, query(1));
+      await until(() => upstream.inFlight === 1);
+      const leaving = new AbortController();
+      const gone = fetch(gateway.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: query(2) }),
+        signal: leaving.signal,
+      }).catch(() => 'gone');
+      const waitingNow = async () => {
+        const text = await (await fetch(new URL('/metrics', gateway.url))).text();
+        return /^graphql_operations_waiting 1$/m.test(text);
+      };
+      await until(waitingNow);
+      leaving.abort();
+      expect(await gone).toBe('gone');
+      await until(async () => !(await waitingNow()));
+      release();
+      expect((await first).status).toBe(200);
+      expect(lines.filter((line) => line.level > 30)).toEqual([]);
+    } finally {
+      await gateway.close();
+    }
   });
 });
 
