@@ -41,8 +41,6 @@ export interface Config {
   readonly keyIdleMs: number;
   /** Keys whose state is held at most (budget, quotas, refusals). */
   readonly maxKeys: number;
-  /** Operations of one API key run at once; more wait their turn at the edge (an operation waiting for budget does not count). */
-  readonly maxRunningPerKey: number;
   /** Secret cursors are sealed with; undefined: shared through Redis with REDIS_URL, else random per process. */
   readonly cursorSecret: string | undefined;
   readonly redisUrl: string | undefined;
@@ -147,7 +145,6 @@ export function parseConfig(env: Env): Config {
     cursorSecret: parseSecret(env, 'CURSOR_SECRET'),
     keyIdleMs: duration(env, 'PETSTORE_KEY_IDLE_TTL', '5m', 1_000),
     maxKeys: integer(env, 'PETSTORE_MAX_KEYS', 10_000, 100, 10_000_000),
-    maxRunningPerKey: integer(env, 'PETSTORE_MAX_RUNNING', 32, 1, 100_000),
     redisUrl: parseRedisUrl(env),
     production,
     demo: parseBoolean(env, 'PETSTORE_DEMO', false),

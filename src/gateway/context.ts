@@ -20,8 +20,6 @@ import type { OperationTrace } from './tracing.js';
 export interface GatewayContext {
   /** The API key every upstream request of this operation carries ('' for a metadata-only operation). */
   readonly key: string;
-  /** The key's digest: what names it in the gateway's state, never the key itself. */
-  readonly keyId: string;
   /** The operation's budget, deadlines and client: every upstream request it causes draws from it. */
   readonly operation: Operation;
   /** The shared REST client, bound to this operation, whose list pages answer `petLoader`. */
@@ -129,7 +127,6 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
   });
   return {
     key,
-    keyId,
     operation,
     client: lookups.client,
     cursors: deps.cursors.forKey(keyId),

@@ -22,11 +22,11 @@ export interface UpstreamErrorBody {
 }
 
 /**
- * A GraphQL error with a stable `extensions.code`; `http` (a status, and headers) is set only where
- * the whole response takes it. An answer to the client, not a fault of the gateway's: it carries no
- * stack trace. Under Apollo Server's async chain, capturing one (and formatting it, which graphql-js
- * makes happen when it locates the error in the response) took ~40 µs per error, on the paths a
- * hostile client or a 429 storm drives hardest: refused keys, rate limits, an upstream that is down.
+ * A GraphQL error with a stable `extensions.code`; `httpStatus` is set only where the whole response
+ * takes it. An answer to the client, not a fault of the gateway's: it carries no stack trace. Under
+ * Apollo Server's async chain, capturing one (and formatting it, which graphql-js makes happen when
+ * it locates the error in the response) took ~40 µs per error, on the paths a hostile client or a
+ * 429 storm drives hardest: refused keys, rate limits, an upstream that is down.
  */
 export class GatewayError extends GraphQLError {
   readonly code: ErrorCode;
@@ -35,14 +35,16 @@ export class GatewayError extends GraphQLError {
     code: ErrorCode,
     message: string,
     extensions: Record<string, unknown> = {},
-    http?: number | HttpHead,
+    httpStatus?: number,
     at?: { readonly nodes: readonly ASTNode[]; readonly path: readonly (string | number)[] },
   ) {
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
-      const head = typeof http === 'number' ? { status: http } : http;
-      super(message, { ...at, extensions: { code, ...extensions, ...(head === undefined ? {} : { http: head }) } });
+      super(message, {
+        ...at,
+        extensions: { code, ...extensions, ...(httpStatus === undefined ? {} : { http: { status: httpStatus } }) },
+      });
     } finally {
       Error.stackTraceLimit = limit;
     }
@@ -66,29 +68,6 @@ export function badUserInput(message: string, upstream?: UpstreamErrorBody, http
 
 export function upstreamUnavailable(message: string): GatewayError {
   return new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, message);
-}
-
-/**
- * The HTTP status, and headers, of a response refused as a whole; Apollo Server applies them
- * (`extensions.http`, a `Map` of headers) and leaves them out of the error the client reads.
- */
-export interface HttpHead {
-  readonly status: number;
-  readonly headers?: Map<string, string>;
-}
-
-/**
- * Too many of the key's operations are waiting for their turn to run (PETSTORE_MAX_RUNNING), or one
- * waited all of PETSTORE_MAX_WAIT for it. Nothing ran, so the whole response is refused: HTTP 429
- * with Retry-After (RFC 6585 section 4; delta-seconds, RFC 9110 section 10.2.3).
- */
-export function tooManyRunning(): GatewayError {
-  return new GatewayError(
-    ErrorCode.RATE_LIMITED,
-    'too many operations of this API key are running or waiting to run; retry shortly',
-    { retryAfter: 1 },
-    { status: 429, headers: new Map([['retry-after', '1']]) },
-  );
 }
 
 export function rateLimited(retryAfterSeconds: number, message?: string): GatewayError {

@@ -17,8 +17,6 @@ const CLIENT_CODES = new Set<string>([
   'PERSISTED_QUERY_NOT_FOUND',
   'PERSISTED_QUERY_NOT_SUPPORTED',
   'OPERATION_RESOLUTION_FAILURE',
-  // An operation whose client left while it waited for its turn (admission.ts): read by no one.
-  'CLIENT_GONE',
 ]);
 
 export interface FormatOptions {

@@ -55,13 +55,6 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
   readonly serveAsset?: ((req: IncomingMessage, res: ServerResponse, pathname: string) => boolean) | undefined;
   /** A span per GraphQL request (OpenTelemetry); none: no tracing work at all. */
   readonly tracing?: Tracing | undefined;
-  /**
-   * Waits, once the request's context is made, for its turn to run (admission.ts); gives, at once or
-   * by a promise, what ends the turn, called once the answer is made. A rejection refuses the request
-   * as a context error (its GraphQLError's `extensions.http` sets the status). None: every request
-   * runs at once.
-   */
-  readonly admit?: ((context: TContext) => (() => void) | Promise<() => void>) | undefined;
 }
 
 export function createHttpHandler<TContext extends BaseContext = GatewayContext>(
@@ -154,11 +147,10 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
         search: url.search,
         body: body.value,
       };
-      const context = () => options.context(req, queryText(body.value, url), requestId, signal, trace);
-      const admit = options.admit;
-      if (admit === undefined)
-        return options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: request, context });
-      return runAdmitted(options.apollo, request, context, admit);
+      return options.apollo.executeHTTPGraphQLRequest({
+        httpGraphQLRequest: request,
+        context: () => options.context(req, queryText(body.value, url), requestId, signal, trace),
+      });
     };
     // The client leaving cancels what its operation still has queued or in flight upstream. A
     // response emits 'close' once, and leaving twice would change nothing: on(), not once().
@@ -186,29 +178,6 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
     }
     for await (const chunk of response.body.asyncIterator) res.write(chunk);
     res.end();
-  }
-}
-
-/** Executes a request once it is admitted, and ends its turn when the answer is made, however it ends. */
-async function runAdmitted<TContext extends BaseContext>(
-  apollo: ApolloServer<TContext>,
-  request: HTTPGraphQLRequest,
-  context: () => Promise<TContext>,
-  admit: (context: TContext) => (() => void) | Promise<() => void>,
-): Promise<HTTPGraphQLResponse> {
-  let leave: (() => void) | undefined;
-  try {
-    return await apollo.executeHTTPGraphQLRequest({
-      httpGraphQLRequest: request,
-      context: async () => {
-        const made = await context();
-        const admitted = admit(made);
-        leave = typeof admitted === 'function' ? admitted : await admitted;
-        return made;
-      },
-    });
-  } finally {
-    leave?.();
   }
 }
 

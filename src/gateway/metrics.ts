@@ -4,7 +4,6 @@
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { Admission } from './admission.js';
 import type { UpstreamObserver } from './rest/attempt.js';
 import type { Limiter, LimiterEvent, LimiterStats } from './rest/limiter.js';
 
@@ -24,16 +23,6 @@ export function createMetrics() {
       registers: [registry],
       collect() {
         if (limiter !== undefined) this.set(value(limiter.stats()));
-      },
-    });
-  let admission: Pick<Admission, 'stats'> | undefined;
-  const fromAdmission = (name: string, help: string, value: (stats: ReturnType<Admission['stats']>) => number) =>
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        if (admission !== undefined) this.set(value(admission.stats()));
       },
     });
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
@@ -96,19 +85,6 @@ export function createMetrics() {
     ),
     watchLimiter(source: Pick<Limiter, 'stats'>): void {
       limiter = source;
-    },
-    running: fromAdmission(
-      'graphql_operations_running',
-      'GraphQL operations running (PETSTORE_MAX_RUNNING per key)',
-      (s) => s.running,
-    ),
-    waitingToRun: fromAdmission(
-      'graphql_operations_waiting',
-      "GraphQL operations waiting for their turn to run behind their key's PETSTORE_MAX_RUNNING",
-      (s) => s.waiting,
-    ),
-    watchAdmission(source: Pick<Admission, 'stats'>): void {
-      admission = source;
     },
     loaderBatchSize: new Histogram({
       name: 'petstore_pet_loader_batch_size',

@@ -13,7 +13,6 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { Tracer } from '@opentelemetry/api';
 import { parse } from 'graphql';
 import { type Config, ConfigError, PLAN_LIMITS } from '../config.js';
-import { createAdmission } from './admission.js';
 import { createContext, type GatewayContext, requestKeyId } from './context.js';
 import { createCors } from './cors.js';
 import { createDrain } from './drain.js';
@@ -275,12 +274,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       logger.warn({ maxConnections: config.http.maxConnections }, 'MAX_CONNECTIONS reached: new connections closed');
     }
   });
-  const admission = createAdmission({
-    perKey: config.maxRunningPerKey,
-    now,
-    onRefused: () => metrics.rejected.inc({ reason: 'running' }),
-  });
-  metrics.watchAdmission(admission);
   handle = createHttpHandler({
     apollo,
     context: async (
@@ -299,7 +292,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         trace,
       }),
     maxBodyBytes: config.limits.maxBodyBytes,
-    admit: (context) => admission.admit(context.keyId, context.operation),
     logger,
     metrics: {
       contentType: metrics.registry.contentType,

@@ -45,7 +45,6 @@ describe('parseConfig defaults', () => {
       cursorSecret: undefined,
       keyIdleMs: 300_000,
       maxKeys: 10_000,
-      maxRunningPerKey: 32,
       redisUrl: undefined,
       production: false,
       demo: false,
@@ -81,14 +80,8 @@ describe('parseConfig defaults', () => {
     ['MAX_BODY_SIZE', '10'],
     ['MAX_BODY_SIZE', '1gb'],
     ['ALLOW_BATCHED_REQUESTS', 'maybe'],
-    ['PETSTORE_MAX_RUNNING', '0'],
-    ['PETSTORE_MAX_RUNNING', 'all'],
   ])('refuses %s=%s naming the variable', (name, raw) => {
     expect(() => parseConfig({ [name]: raw })).toThrow(new RegExp(`^${name} must`));
-  });
-
-  it('reads PETSTORE_MAX_RUNNING', () => {
-    expect(parseConfig({ PETSTORE_MAX_RUNNING: '4' }).maxRunningPerKey).toBe(4);
   });
 
   it('reads operation limits', () => {

@@ -124,7 +124,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
         usage.set(call.keyId, { used: reservation.used, freeAt: reservation.freeAt, at: start });
         if (reservation.at <= start) return reservation.seq;
         options.onEvent?.({ type: 'throttled', waitMs: reservation.at - start });
-        call.operation.onBudgetWait?.();
         try {
           await sleep(reservation.at - start, call.signal);
         } catch (error) {
@@ -156,7 +155,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
           options.onEvent?.({ type: 'rejected', reason: 'budget' });
           throw rateLimited(Math.max(1, ((await options.store.pausedUntil(call.keyId)) - start) / 1000));
         }
-        call.operation.onBudgetWait?.();
         await sleep(Math.min(GATE_POLL_MS, deadline - start), call.signal);
         continue;
       }
@@ -164,7 +162,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
         options.onEvent?.({ type: 'rejected', reason: 'budget' });
         throw rateLimited((reservation.retryAt - start) / 1000);
       }
-      call.operation.onBudgetWait?.();
       await sleep(Math.min(GATE_POLL_MS, Math.max(1, reservation.retryAt - start)), call.signal);
     }
   }

@@ -35,11 +35,6 @@ export interface Operation {
   estimated: number;
   /** The operation's span when tracing is on: its upstream requests' spans are its children. */
   readonly span?: Span | undefined;
-  /**
-   * Called each time the operation starts to wait for budget (its planned time, a 429's pause), not
-   * for a connection: its place among the key's running operations (admission.ts) goes to the next.
-   */
-  onBudgetWait?: (() => void) | undefined;
 }
 
 export interface OperationOptions {
@@ -73,8 +68,6 @@ export function createOperation(options: OperationOptions): Operation {
     sent: 0,
     estimated: 0,
     span: options.span,
-    // Set here, not first by the admission: every operation keeps one shape for the code that reads it.
-    onBudgetWait: undefined,
   };
 }
 

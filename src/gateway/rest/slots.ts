@@ -18,15 +18,13 @@ export interface SlotsOptions {
   /** Requests one client may have waiting for one key. */
   readonly maxQueuedPerClient: number;
   readonly now?: () => number;
-  /** The error a refused wait rejects with (default: RATE_LIMITED, retry after 1 s). */
-  readonly refusal?: () => Error;
 }
 
 export interface Slots {
   /**
    * Resolves with a release function once a slot is free for this key and client; rejects with
-   * the refusal (RATE_LIMITED) at `until` or when the client's queue is full (and calls `onRefused`
-   * then), and with the signal's reason on abort.
+   * RATE_LIMITED at `until` or when the client's queue is full (and calls `onRefused` then), and
+   * with the signal's reason on abort.
    */
   acquire(
     keyId: string,
@@ -35,8 +33,6 @@ export interface Slots {
     signal?: CancelSignal,
     onRefused?: () => void,
   ): Promise<() => void>;
-  /** A slot at once, without a promise, when one is free for the key and nobody waits for it; else undefined. */
-  take(keyId: string): (() => void) | undefined;
   /** Keys with slots taken or requests waiting (idle keys are not counted). */
   readonly keys: number;
   /** Requests waiting, over all keys. */
@@ -74,7 +70,6 @@ function queueFull() {
 
 export function createSlots(options: SlotsOptions): Slots {
   const now = options.now ?? Date.now;
-  const refusal = options.refusal ?? queueFull;
   const keys = new Map<string, KeySlots>();
   /** Keys with requests waiting, next to be served first. */
   const turn: string[] = [];
@@ -139,32 +134,21 @@ export function createSlots(options: SlotsOptions): Slots {
     }
   }
 
-  /** A slot for the key's state if one is free and nobody waits for one. */
-  function takeFree(state: KeySlots): (() => void) | undefined {
-    if (taken >= options.total || state.taken >= options.perKey || state.turn.length !== 0) return undefined;
-    state.taken++;
-    taken++;
-    return releaser(state);
-  }
-
   return {
-    take(keyId) {
-      const state = stateOf(keyId);
-      const release = takeFree(state);
-      if (release === undefined) forgetIfIdle(state);
-      return release;
-    },
     acquire(keyId, clientId, until, signal, onRefused) {
       if (signal?.aborted) return Promise.reject(signal.reason);
       const state = stateOf(keyId);
-      const free = takeFree(state);
-      if (free !== undefined) return Promise.resolve(free);
+      if (taken < options.total && state.taken < options.perKey && state.turn.length === 0) {
+        state.taken++;
+        taken++;
+        return Promise.resolve(releaser(state));
+      }
       const wait = until - now();
       const queue = state.queues.get(clientId) ?? [];
       if (queue.length >= options.maxQueuedPerClient || wait <= 0) {
         forgetIfIdle(state);
         onRefused?.();
-        return Promise.reject(refusal());
+        return Promise.reject(queueFull());
       }
       const current = state;
       return new Promise((resolve, reject) => {
@@ -186,7 +170,7 @@ export function createSlots(options: SlotsOptions): Slots {
         const onAbort = () => leave(signal?.reason);
         const timer = setTimeout(() => {
           onRefused?.();
-          leave(refusal());
+          leave(queueFull());
         }, wait);
         const waiter: Waiter = {
           grant: (release) => {

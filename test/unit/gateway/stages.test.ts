@@ -226,23 +226,6 @@ describe('slots', () => {
     expect(slots.keys).toBe(0);
   });
 
-  it('gives a slot at once (take) only when one is free for the key and nobody waits for one', async () => {
-    const slots = createSlots({ total: 8, perKey: 1, maxQueuedPerClient: 10 });
-    const first = slots.take('key');
-    expect(first).toBeTypeOf('function');
-    expect(slots.take('key')).toBeUndefined();
-    expect(slots.take('other')).toBeTypeOf('function');
-    const waiting = slots.acquire('key', 'c', Date.now() + 5_000);
-    first?.();
-    const second = await waiting;
-    second();
-    // Free again, and nobody waits: at once; an idle key taken and released leaves nothing counted.
-    const third = slots.take('key');
-    expect(third).toBeTypeOf('function');
-    third?.();
-    expect(slots.taken).toBe(1);
-  });
-
   it('keeps idle keys for their next request, sweeps them past a bound, and holds each to its share', async () => {
     const slots = createSlots({ total: 8, perKey: 1, maxQueuedPerClient: 10 });
     // 1,500 keys go idle (past the 1,000 kept), and some come back after the sweep.
