@@ -50,6 +50,9 @@ export async function launchChromium(): Promise<Chromium> {
   const profile = await mkdtemp(join(tmpdir(), 'petstore-chromium-'));
   const child = spawn(CHROMIUM_PATH, [...FLAGS, `--user-data-dir=${profile}`, '--remote-debugging-port=0'], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    // Chromium makes its singleton socket's folder under TMPDIR, and leaves it behind: inside the
+    // profile, it goes with it.
+    env: { ...process.env, TMPDIR: profile },
   });
   const pid = child.pid;
   if (pid === undefined) throw new Error(`could not start ${CHROMIUM_PATH}`);
