@@ -4,6 +4,7 @@
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { acceptQueueReader } from './accept-queue.js';
 import type { UpstreamObserver } from './rest/attempt.js';
 import type { Limiter, LimiterEvent, LimiterStats } from './rest/limiter.js';
 
@@ -85,6 +86,18 @@ export function createMetrics() {
     ),
     watchLimiter(source: Pick<Limiter, 'stats'>): void {
       limiter = source;
+    },
+    /** Reports the accept queue of the port the gateway listens on; not at all where there is no /proc/net/tcp. */
+    watchAcceptQueue(port: number, reader = acceptQueueReader()): void {
+      if (reader === undefined) return;
+      new Gauge({
+        name: 'petstore_http_accept_queue',
+        help: 'Client connections the kernel holds on the listening port, not yet accepted by the gateway (Linux)',
+        registers: [registry],
+        collect() {
+          this.set(reader(port));
+        },
+      });
     },
     loaderBatchSize: new Histogram({
       name: 'petstore_pet_loader_batch_size',

@@ -157,6 +157,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     },
   });
   metrics.watchLimiter(limiter);
+  metrics.watchAcceptQueue((httpServer.address() as AddressInfo).port);
   // Loaded only when a tracer is given: a gateway that does not trace never loads the propagator (@opentelemetry/core).
   const tracing = options.tracer ? (await import('./tracing.js')).createTracing(options.tracer) : undefined;
   const keepsAnswers = config.cacheTtlMs > 0 || config.staleTtlMs > 0;
