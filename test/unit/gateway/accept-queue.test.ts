@@ -3,6 +3,9 @@
  * format with chosen values (the kernel's own are read by test/integration/process-metrics.test.ts).
  */
 
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { acceptQueueOf, acceptQueueReader } from '../../../src/gateway/accept-queue.js';
 
@@ -11,10 +14,12 @@ const HEADER = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->wh
 const TCP = [
   HEADER,
   '   0: 0100007F:0FA0 00000000:0000 0A 00000000:00000096 00:00000000 00000000     0        0 203800 1 0 100 0 0 10 0',
-  // An open connection on the same port with unread bytes is not a connection waiting to be accepted.
-  '   1: 0100007F:0FA0 0100007F:D2F0 01 00000000:000000FF 00:00000000 00000000     0        0 203801 1 0 20 4 30 10 -1',
-  '   2: 0100007F:9C40 00000000:0000 0A 00000000:00000007 00:00000000 00000000     0        0 203802 1 0 100 0 0 10 0',
-  '   3: 00000000:00FA 00000000:0000 0A 00000000:00000003 00:00000000 00000000     0        0 203803 1 0 100 0 0 10 0',
+  '   1: 0100007F:9C40 00000000:0000 0A 00000000:00000007 00:00000000 00000000     0        0 203802 1 0 100 0 0 10 0',
+  '   2: 00000000:00FA 00000000:0000 0A 00000000:00000003 00:00000000 00000000     0        0 203803 1 0 100 0 0 10 0',
+  // An open connection on the same port with unread bytes is not a connection waiting to be accepted;
+  // and the kernel lists every listening socket above the first that is not, so none comes after it.
+  '   3: 0100007F:0FA0 0100007F:D2F0 01 00000000:000000FF 00:00000000 00000000     0        0 203801 1 0 20 4 30 10 -1',
+  '   4: 0100007F:0FA0 00000000:0000 0A 00000000:00000040 00:00000000 00000000     0        0 203804 1 0 100 0 0 10 0',
   '',
 ].join('\n');
 const TCP6 = [
@@ -36,19 +41,38 @@ describe('acceptQueueOf', () => {
 
 describe('acceptQueueReader', () => {
   it('is undefined where there is no /proc/net/tcp, and reads a missing tcp6 as empty', () => {
-    const missing = (): string => {
-      throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
-    };
-    expect(acceptQueueReader(missing)).toBeUndefined();
+    expect(acceptQueueReader(() => undefined)).toBeUndefined();
     const reads: string[] = [];
     const reader = acceptQueueReader((path) => {
       reads.push(path);
-      if (path === '/proc/net/tcp') return TCP;
-      return missing();
+      return path === '/proc/net/tcp' ? TCP : undefined;
     });
     expect(reader?.(4000)).toBe(0x96);
     // The tables are read again at every scrape, not remembered.
     expect(reader?.(4000)).toBe(0x96);
     expect(reads.filter((path) => path === '/proc/net/tcp')).toHaveLength(3);
+  });
+});
+
+describe('the kernel', () => {
+  it.runIf(process.platform === 'linux')('lists every listening socket of /proc/net/tcp above the others', async () => {
+    // At least one socket of each kind: a listener, and a connection to it.
+    const server = createServer().listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    await once(client, 'connect');
+    try {
+      const states = (await readFile('/proc/net/tcp', 'latin1'))
+        .split('\n')
+        .slice(1)
+        .map((line) => line.trim().split(/\s+/)[3])
+        .filter((state) => state !== undefined);
+      const firstOther = states.findIndex((state) => state !== '0A');
+      expect(firstOther).toBeGreaterThan(0);
+      expect(states.slice(firstOther)).not.toContain('0A');
+    } finally {
+      client.destroy();
+      server.close();
+    }
   });
 });
