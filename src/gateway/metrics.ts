@@ -88,7 +88,8 @@ export function createMetrics() {
       limiter = source;
     },
     /** Reports the accept queue of the port the gateway listens on; not at all where there is no /proc/net/tcp. */
-    watchAcceptQueue(port: number, reader = acceptQueueReader()): void {
+    watchAcceptQueue(port: number): void {
+      const reader = acceptQueueReader();
       if (reader === undefined) return;
       new Gauge({
         name: 'petstore_http_accept_queue',

@@ -101,12 +101,10 @@ describe('petstore_http_accept_queue', () => {
       sockets.push(socket);
     });
 
-  /** Writes a scrape on `socket` and resolves once its bytes are with the kernel. */
-  const sendScrape = (socket: Socket, connection: 'keep-alive' | 'close') =>
+  /** Writes a scrape on `socket` (kept open for the next) and resolves once its bytes are with the kernel. */
+  const sendScrape = (socket: Socket) =>
     new Promise<void>((resolve, reject) =>
-      socket.write(`GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: ${connection}\r\n\r\n`, (error) =>
-        error ? reject(error) : resolve(),
-      ),
+      socket.write('GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', (error) => (error ? reject(error) : resolve())),
     );
 
   /** The next answer on `socket`, read to its Content-Length. */
@@ -130,7 +128,7 @@ describe('petstore_http_accept_queue', () => {
     const scraper = await open();
     // An answer on it: the gateway has accepted this connection, and the gauge is there.
     const first = answer(scraper);
-    await sendScrape(scraper, 'keep-alive');
+    await sendScrape(scraper);
     expect(value(await first, 'petstore_http_accept_queue')).toBe(0);
 
     const pid = gateway?.pid ?? 0;
@@ -140,7 +138,7 @@ describe('petstore_http_accept_queue', () => {
       // A stopped process accepts nothing; the kernel completes each handshake and queues it.
       await Promise.all(Array.from({ length: WAITING }, open));
       const second = answer(scraper);
-      await sendScrape(scraper, 'keep-alive');
+      await sendScrape(scraper);
       process.kill(pid, 'SIGCONT');
       stopped = false;
       // Node accepts one connection per turn of its event loop, and the scrape is answered in one
@@ -158,7 +156,7 @@ describe('petstore_http_accept_queue', () => {
     while (left !== 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       const next = answer(scraper);
-      await sendScrape(scraper, 'keep-alive');
+      await sendScrape(scraper);
       left = value(await next, 'petstore_http_accept_queue');
     }
     expect(left).toBe(0);
