@@ -28,7 +28,7 @@
  * BENCH_DURATION (10 s), BENCH_ROUNDS (3).
  */
 
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseTool, positive } from './lib/load.js';
@@ -36,7 +36,7 @@ import { checkMix, meanPageSize, walkMix } from './lib/mix.js';
 import { meshSkipped, startMesh, startTailcall, tailcallVersion } from './lib/peers.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
 import { formatReport, loadAverage, ROW } from './lib/report.js';
-import { answersOneCall, memoryPhase, ONE_CALL, runWorkload, type Settings } from './lib/runs.js';
+import { memoryPhase, ONE_CALL, runWorkload, type Settings, waitUntilServing } from './lib/runs.js';
 import { BENCH_KEY, type Served, startFloorServer, startGateway, startStore, storeCounts } from './lib/servers.js';
 import {
   gatewayTarget,
@@ -89,27 +89,6 @@ async function startTargets(scratch: string, notes: string[]): Promise<{ store: 
     targets.push(meshTarget(ROW.mesh, peer.url, peer.pid, peer.log));
   }
   return { store, targets };
-}
-
-/** Waits until `target` answers the one-call request with 20 pets. */
-async function waitUntilServing(target: Target, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      const answer = await answersOneCall(target);
-      if (answer.ok) return;
-      last = answer.text;
-    } catch (error) {
-      last = String(error);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  const log =
-    target.log !== undefined && existsSync(target.log)
-      ? `\nits log:\n${readFileSync(target.log, 'utf8').slice(-2000)}`
-      : '';
-  throw new Error(`${target.name} did not answer correctly within ${timeoutMs} ms: ${last.slice(0, 300)}${log}`);
 }
 
 /** The mix, and the targets that answer every page of it as the store does. */

@@ -7,7 +7,7 @@
  *   GraphQL Mesh v1 + Hive Gateway  bench/mesh/setup.sh; the bench composes a supergraph per store
  */
 
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ const COMPOSE_BIN = join(MESH_DIR, 'node_modules/.bin/mesh-compose');
 const TAILCALL_BIN = join(BENCH, 'tailcall/node_modules/@tailcallhq/core-linux-x64-gnu/bin/tailcall');
 
 export interface Peer {
+  readonly child: ChildProcess;
   readonly url: string;
   readonly pid: number;
   readonly log: string;
@@ -84,26 +85,29 @@ type Pet {
 `;
 }
 
-/** Writes a config for `storeUrl` into `dir` and starts Tailcall on it, pinned to `core`. */
+/** Writes a config for `storeUrl` into `dir` and starts Tailcall on it, pinned to `core`, under `wrapper` if given. */
 export async function startTailcall(
   core: string,
   storeUrl: string,
   key: string,
   dedupe: boolean,
   dir: string,
+  wrapper: readonly string[] = [],
 ): Promise<Peer> {
   const port = await freePort();
   const name = dedupe ? 'tailcall-dedupe' : 'tailcall';
   const config = join(dir, `${name}.graphql`);
   writeFileSync(config, tailcallConfig({ port, storeUrl, key, dedupe }));
-  const child = pinned(core, TAILCALL_BIN, ['start', config], {
-    cwd: dir,
-    env: tailcallEnv(dir),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = pinned(
+    core,
+    TAILCALL_BIN,
+    ['start', config],
+    { cwd: dir, env: tailcallEnv(dir), stdio: ['ignore', 'pipe', 'pipe'] },
+    wrapper,
+  );
   const log = join(dir, `${name}.log`);
   logTo(child, log);
-  return { url: `http://127.0.0.1:${port}/graphql`, pid: child.pid as number, log };
+  return { child, url: `http://127.0.0.1:${port}/graphql`, pid: child.pid as number, log };
 }
 
 /** Why Mesh cannot run, or undefined when bench/mesh is set up. */
@@ -132,5 +136,5 @@ export async function startMesh(core: string, storeUrl: string, key: string, dir
   );
   const log = join(dir, 'hive-gateway.log');
   logTo(hive, log);
-  return { url: `http://127.0.0.1:${port}/graphql`, pid: hive.pid as number, log };
+  return { child: hive, url: `http://127.0.0.1:${port}/graphql`, pid: hive.pid as number, log };
 }

@@ -17,14 +17,18 @@ const children: ChildProcess[] = [];
 
 export const isRunning = (child: ChildProcess): boolean => child.exitCode === null && child.signalCode === null;
 
-/** Spawns `command` pinned to `core` (taskset execs it, so the child's pid is the command's). */
+/**
+ * Spawns `command` pinned to `core` (taskset execs it, so the child's pid is the command's), under
+ * `wrapper` if given: a command line that runs the one after it in its own process, as valgrind does.
+ */
 export function pinned(
   core: string,
   command: string,
   args: string[],
   options: Parameters<typeof spawn>[2],
+  wrapper: readonly string[] = [],
 ): ChildProcess {
-  const child = spawn('taskset', ['-c', core, command, ...args], options);
+  const child = spawn('taskset', ['-c', core, ...wrapper, command, ...args], options);
   children.push(child);
   return child;
 }

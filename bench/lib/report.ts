@@ -45,7 +45,7 @@ const integer = (value: number): string => Math.round(value).toLocaleString('en-
 export const percent = (share: number): string => `${Math.round(share * 100)}%`;
 
 /** CPU model, cores, memory, kernel and Node, as one line. */
-function machine(): string {
+export function machine(): string {
   const model =
     /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown CPU';
   const memory = (totalmem() / 2 ** 30).toFixed(0);

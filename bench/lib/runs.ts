@@ -3,6 +3,7 @@
  * the store's request count around every run, and the memory phase.
  */
 
+import { existsSync, readFileSync } from 'node:fs';
 import { type LoadOptions, load, type Measurement, measure } from './load.js';
 import { rssMb } from './processes.js';
 import { median, percent } from './report.js';
@@ -53,6 +54,27 @@ export interface Row {
 export async function answersOneCall(target: Target): Promise<{ ok: boolean; text: string }> {
   const { status, body, text } = await send(target, target.request(ONE_CALL));
   return { ok: status === 200 && target.ids(body)?.length === 20, text };
+}
+
+/** Waits until `target` answers the one-call request with 20 pets. */
+export async function waitUntilServing(target: Target, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const answer = await answersOneCall(target);
+      if (answer.ok) return;
+      last = answer.text;
+    } catch (error) {
+      last = String(error);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const log =
+    target.log !== undefined && existsSync(target.log)
+      ? `\nits log:\n${readFileSync(target.log, 'utf8').slice(-2000)}`
+      : '';
+  throw new Error(`${target.name} did not answer correctly within ${timeoutMs} ms: ${last.slice(0, 300)}${log}`);
 }
 
 /** Warm-up, then `rounds` measured runs interleaved across targets; a refused upstream request stops the bench. */

@@ -35,15 +35,26 @@ export interface Served {
   readonly pid: number;
 }
 
-/** Starts a throughput-child.ts server pinned to `core` and waits for its URL; `nodeArgs` as startGateway's. */
-async function startChild(core: string, args: string[], nodeArgs: readonly string[] = []): Promise<Served> {
+/** Starts a throughput-child.ts server pinned to `core` and waits for its URL; `nodeArgs` and `wrapper` as startGateway's. */
+async function startChild(
+  core: string,
+  args: string[],
+  nodeArgs: readonly string[] = [],
+  wrapper: readonly string[] = [],
+): Promise<Served> {
   compileChild();
-  const child = pinned(core, process.execPath, [...nodeArgs, CHILD, ...args], {
-    cwd: ROOT,
-    // As deployed, and as Hive Gateway runs here: graphql-js skips its development checks.
-    env: { ...process.env, NODE_ENV: 'production' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const child = pinned(
+    core,
+    process.execPath,
+    [...nodeArgs, CHILD, ...args],
+    {
+      cwd: ROOT,
+      // As deployed, and as Hive Gateway runs here: graphql-js skips its development checks.
+      env: { ...process.env, NODE_ENV: 'production' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+    wrapper,
+  );
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`throughput-child ${args.join(' ')} exited with ${code}`)));
     child.on('message', (message: { type?: string; url?: string }) => {
@@ -59,7 +70,8 @@ export const startStore = (core: string): Promise<Served> => startChild(core, ['
 /**
  * The gateway in front of `storeUrl`, rate limits off, plus `settings` (environment names and values)
  * and `nodeArgs` (the profiler's flags, which NODE_OPTIONS does not take); `main` is the build's
- * entry point (another build's, for `npm run bench:compare`).
+ * entry point (another build's, for `npm run bench:compare`); `wrapper` runs Node (valgrind, for
+ * `npm run bench:instructions`).
  */
 export async function startGateway(
   core: string,
@@ -67,25 +79,32 @@ export async function startGateway(
   settings: Record<string, string> = {},
   nodeArgs: readonly string[] = [],
   main = 'dist/main.js',
+  wrapper: readonly string[] = [],
 ): Promise<Served> {
-  const child = pinned(core, process.execPath, ['--max-old-space-size=256', ...nodeArgs, main], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      PETSTORE_BASE_URL: storeUrl,
-      PETSTORE_API_KEY: BENCH_KEY,
-      PETSTORE_RATE_LIMITS: 'off',
-      LOG_LEVEL: 'warn',
-      // Fixed, so every gateway of a run accepts the others' cursors, as replicas do (the mix walks
-      // pages through one gateway and replays them on the rest). Not a secret: loopback, bench only.
-      CURSOR_SECRET: 'bench-cursors-on-loopback-only',
-      ...settings,
+  const child = pinned(
+    core,
+    process.execPath,
+    ['--max-old-space-size=256', ...nodeArgs, main],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        PETSTORE_BASE_URL: storeUrl,
+        PETSTORE_API_KEY: BENCH_KEY,
+        PETSTORE_RATE_LIMITS: 'off',
+        LOG_LEVEL: 'warn',
+        // Fixed, so every gateway of a run accepts the others' cursors, as replicas do (the mix walks
+        // pages through one gateway and replays them on the rest). Not a secret: loopback, bench only.
+        CURSOR_SECRET: 'bench-cursors-on-loopback-only',
+        ...settings,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+    wrapper,
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.once('exit', (code) => reject(new Error(`the gateway exited with ${code}: ${out.slice(-500)}`)));
@@ -106,7 +125,8 @@ export const startFloorServer = (
   storeUrl: string,
   which: 'floor' | 'apollo' = 'floor',
   nodeArgs: readonly string[] = [],
-): Promise<Served> => startChild(core, [which, storeUrl], nodeArgs);
+  wrapper: readonly string[] = [],
+): Promise<Served> => startChild(core, [which, storeUrl], nodeArgs, wrapper);
 
 export interface StoreCounts {
   /** Requests the store has answered since it started. */
