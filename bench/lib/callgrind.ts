@@ -94,11 +94,16 @@ export function readCodeMap(text: string): CodeMap {
 
 /** Who owns native code (not V8's compiled JavaScript): V8's parts by name, Node's binary, or a library. */
 const NATIVE: readonly (readonly [owner: string, test: (name: string, object: string) => boolean])[] = [
-  ['V8 builtins (property access, calls, promises, strings)', (name) => name.startsWith('Builtins_')],
+  // C++ names may begin with their return type (`v8::internal::MaybeHandle<…> v8::internal::Compiler::…`).
   [
     "V8's compilers",
-    (name) => /compiler::|maglev|Compil|interpreter::|BytecodeGenerator|Parser::|Scanner::/.test(name),
+    (name) =>
+      name.startsWith('Builtins_Compile') ||
+      /(^|\s)v8::internal::((compiler|maglev|interpreter|baseline)::|(Compiler|BytecodeGenerator|Parser|PreParser|Scanner|RegExpCompiler|RegExpParser)(::|<))/.test(
+        name,
+      ),
   ],
+  ['V8 builtins (property access, calls, promises, strings)', (name) => name.startsWith('Builtins_')],
   [
     'garbage collector',
     (name) =>

@@ -88,6 +88,18 @@ describe('readCodeMap', () => {
       ),
     ).toEqual({ owner: "JSON (V8's parser and stringifier)", label: 'v8::internal::JsonStringifier::SerializeString' });
     expect(ownerOf('v8::internal::Scavenger::ScavengeObject(x)', '/usr/bin/node', map).owner).toBe('garbage collector');
+    expect(ownerOf('v8::internal::compiler::GraphReducer::ReduceTop()', '/usr/bin/node', map).owner).toBe(
+      "V8's compilers",
+    );
+    expect(
+      ownerOf('v8::internal::MaybeHandle<v8::internal::Code> v8::internal::Compiler::Compile(x)', '/usr/bin/node', map)
+        .owner,
+    ).toBe("V8's compilers");
+    // Node's HTTP parser is not one of V8's compilers.
+    expect(ownerOf('node::(anonymous namespace)::Parser::on_headers_complete()', '/usr/bin/node', map)).toEqual({
+      owner: 'V8 and Node, C++ (the rest)',
+      label: 'node::(anonymous namespace)::Parser::on_headers_complete',
+    });
     expect(ownerOf('_int_malloc', '/usr/lib/x86_64-linux-gnu/libc.so.6', map).owner).toBe(
       'libraries (libc, OpenSSL, …)',
     );
