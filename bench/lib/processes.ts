@@ -19,7 +19,8 @@ export const isRunning = (child: ChildProcess): boolean => child.exitCode === nu
 
 /**
  * Spawns `command` pinned to `core` (taskset execs it, so the child's pid is the command's), under
- * `wrapper` if given: a command line that runs the one after it in its own process, as valgrind does.
+ * `wrapper` if given: a command line that runs the one after it in the same process, as `env` and
+ * valgrind do, so that the pid stays the one stopped and measured.
  */
 export function pinned(
   core: string,
