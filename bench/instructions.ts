@@ -38,7 +38,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'lossless-json';
-import { Pool } from 'undici';
+import { type Dispatcher, Pool } from 'undici';
 import { ownerOf, readCodeMap, readDump } from './lib/callgrind.js';
 import { positive } from './lib/load.js';
 import { loadWorkload, requestsOf, type WorkloadName } from './lib/mix.js';
@@ -99,6 +99,7 @@ interface Counted {
 
 pinSelf(LOAD_CORE);
 const dir = mkdtempSync(join(tmpdir(), 'petstore-instructions-'));
+const VGDB_PREFIX = join(dir, 'vgdb');
 /** The Node target running now, whose code map is removed however the bench ends. */
 let running: number | undefined;
 process.once('SIGINT', () => {
@@ -126,6 +127,8 @@ try {
       '--tool=callgrind',
       '--instr-atstart=no',
       `--callgrind-out-file=${out}`,
+      // The pipes callgrind_control talks through, in the bench's folder rather than /tmp's.
+      `--vgdb-prefix=${VGDB_PREFIX}`,
     ];
     // --perf-basic-prof: Node writes where V8 puts each compiled function, which names it (bench/lib/callgrind.ts).
     const nodeFlags = [...(PREDICTABLE ? ['--predictable'] : []), '--perf-basic-prof', ...flags];
@@ -223,12 +226,7 @@ async function send(
     while (left > 0) {
       left--;
       const request = requests[turn.next++ % requests.length] as HttpRequest;
-      const answer = await client.request({
-        method: request.method,
-        path: request.path,
-        headers: request.headers,
-        body: request.body ?? null,
-      });
+      const answer = await sendOnce(client, request);
       const text = await answer.body.text();
       let body: unknown;
       try {
@@ -241,9 +239,30 @@ async function send(
   return errors;
 }
 
+/**
+ * One request. A server closes a connection idle past its keep-alive timeout, and under valgrind,
+ * between phases, that can cross a request the client has just sent on it: a reset before any
+ * answer, so the request is sent again (at most three times), on another connection.
+ */
+async function sendOnce(client: Pool, request: HttpRequest, attempt = 1): Promise<Dispatcher.ResponseData> {
+  try {
+    return await client.request({
+      method: request.method,
+      path: request.path,
+      headers: request.headers,
+      body: request.body ?? null,
+    });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (attempt < 3 && (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET'))
+      return sendOnce(client, request, attempt + 1);
+    throw error;
+  }
+}
+
 /** Tells the callgrind in process `pid` what to do (`--instr=on`, `--zero`, `--dump=…`), and waits until it has. */
 function control(pid: number, command: string): void {
-  execFileSync('callgrind_control', [command, String(pid)], {
+  execFileSync('callgrind_control', [`--vgdb-prefix=${VGDB_PREFIX}`, command, String(pid)], {
     env: { ...process.env, ...CONTROL_ENV },
     stdio: 'ignore',
   });
