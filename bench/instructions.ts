@@ -86,6 +86,8 @@ const valgrind = ((): string => {
 const CONTROL_ENV = { LOGNAME: 'bench', USER: 'bench', HOST: '127.0.0.1' };
 
 interface Counted {
+  /** The target as named on the command line (`dist`, `apollo`, `floor`, `tailcall`), without its flags. */
+  readonly name: string;
   readonly label: string;
   /** Instructions per request, one per window. */
   readonly windows: readonly number[];
@@ -111,12 +113,10 @@ process.once('SIGINT', () => {
 const notes: string[] = [];
 const counted: Counted[] = [];
 const loadAtStart = loadAverage();
-let description = '';
 const startedAt = new Date();
 try {
   const store = await startStore(LOAD_CORE);
   const workload = await loadWorkload(WORKLOAD, SERVER_CORE, store.url);
-  description = workload.description;
   for (const [index, argument] of names.entries()) {
     const [name = '', ...flags] = argument.trim().split(/\s+/);
     const out = join(dir, `callgrind-${index}`);
@@ -152,9 +152,9 @@ try {
           control(served.pid, `--dump=window ${window}`);
         }
         await stop(served.child);
-        counted.push(count(labelOf(name, argument), out, name === 'tailcall' ? undefined : served.pid, errors));
-        const { windows } = counted.at(-1) as Counted;
-        process.stderr.write(`${argument}: ${windows.map((count) => Math.round(count / 1000)).join(', ')} k\n`);
+        const entry = count(name, target.name, out, name === 'tailcall' ? undefined : served.pid, errors);
+        counted.push(entry);
+        process.stderr.write(`${argument}: ${entry.windows.map((window) => thousands(window, 0)).join(', ')}\n`);
       } finally {
         await client.close();
       }
@@ -164,7 +164,7 @@ try {
     }
   }
   await stop(store.child);
-  console.log(report());
+  console.log(report(workload.description));
 } finally {
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
@@ -277,7 +277,7 @@ function codeMapOf(pid: number): string {
  * Reads a target's dumps (`out.1`, `out.2`, …, in order; the dump at exit is left out) into
  * instructions per request, and for a Node process (`pid`) by owner and by function.
  */
-function count(label: string, out: string, pid: number | undefined, errors: number): Counted {
+function count(name: string, label: string, out: string, pid: number | undefined, errors: number): Counted {
   const base = out.slice(dir.length + 1);
   const dumps = readdirSync(dir)
     .filter((file) => file.startsWith(`${base}.`) && /^\d+$/.test(file.slice(base.length + 1)))
@@ -285,7 +285,7 @@ function count(label: string, out: string, pid: number | undefined, errors: numb
     .map((file) => readDump(readFileSync(join(dir, file), 'utf8'), file));
   if (dumps.length !== WINDOWS) throw new Error(`${label}: ${dumps.length} dumps, not ${WINDOWS}`);
   const windows = dumps.map((dump) => dump.total / REQUESTS);
-  if (pid === undefined) return { label, windows, owners: [], functions: new Map(), errors };
+  if (pid === undefined) return { name, label, windows, owners: [], functions: new Map(), errors };
   const code = existsSync(codeMapOf(pid)) ? readCodeMap(readFileSync(codeMapOf(pid), 'utf8')) : undefined;
   const functions = new Map<string, { owner: string; count: number }>();
   const owners = dumps.map((dump) => {
@@ -298,16 +298,14 @@ function count(label: string, out: string, pid: number | undefined, errors: numb
     }
     return byOwner;
   });
-  return { label, windows, owners, functions, errors };
+  return { name, label, windows, owners, functions, errors };
 }
 
-function report(): string {
-  const thousands = (count: number): string => `${Math.round(count / 1000).toLocaleString('en-US')}k`;
-  const medians = new Map(counted.map((entry) => [entry.label, median(entry.windows)]));
-  const tailcall = medians.get(labelOf('tailcall', 'tailcall'));
-  const apollo = medians.get(labelOf('apollo', 'apollo'));
-  const ratio = (count: number, base: number | undefined): string =>
-    base === undefined ? '–' : `${(count / base).toFixed(2)}×`;
+function report(description: string): string {
+  const tailcall = counted.find((entry) => entry.name === 'tailcall');
+  const apollo = counted.find((entry) => entry.name === 'apollo');
+  const ratio = (count: number, base: Counted | undefined): string =>
+    base === undefined ? '–' : `${(count / median(base.windows)).toFixed(2)}×`;
   const settings = [
     WORKLOAD === 'mix' ? 'BENCH_WORKLOAD=mix ' : '',
     PREDICTABLE ? '' : 'BENCH_PREDICTABLE=false ',
@@ -322,11 +320,11 @@ function report(): string {
     table(
       ['target', 'instructions per request', 'each window', 'over Tailcall', 'over the Apollo floor', 'errors'],
       counted.map((entry) => {
-        const count = medians.get(entry.label) as number;
+        const count = median(entry.windows);
         return [
           entry.label,
-          thousands(count),
-          entry.windows.map(thousands).join(', '),
+          thousands(count, 0),
+          entry.windows.map((window) => thousands(window, 0)).join(', '),
           ratio(count, tailcall),
           ratio(count, apollo),
           String(entry.errors),
@@ -350,7 +348,7 @@ function ownersTable(): string[] {
   if (first === undefined) return [];
   const perOwner = (entry: Counted, owner: string): number =>
     median(entry.owners.map((window) => window.get(owner) ?? 0));
-  const apollo = node.find((entry) => entry.label === labelOf('apollo', 'apollo'));
+  const apollo = node.find((entry) => entry.name === 'apollo');
   const compared = apollo !== undefined && apollo !== first;
   const owners = [...new Set(node.flatMap((entry) => entry.owners.flatMap((window) => [...window.keys()])))].sort(
     (a, b) => perOwner(first, b) - perOwner(first, a),
@@ -375,7 +373,7 @@ function ownersTable(): string[] {
 function functionsTable(): string[] {
   const first = counted.find((entry) => entry.owners.length > 0);
   if (first === undefined) return [];
-  const apollo = counted.find((entry) => entry.label === labelOf('apollo', 'apollo'));
+  const apollo = counted.find((entry) => entry.name === 'apollo');
   const compared = apollo !== undefined && apollo !== first;
   const heaviest = [...first.functions].sort((a, b) => b[1].count - a[1].count).slice(0, FUNCTIONS);
   return [
@@ -394,6 +392,8 @@ function functionsTable(): string[] {
   ];
 }
 
-function thousands(count: number): string {
-  return `${(count / 1000).toFixed(1)}k`;
+/** `829k` (digits 0) or `242.9k`. */
+function thousands(count: number, digits = 1): string {
+  const options = { minimumFractionDigits: digits, maximumFractionDigits: digits };
+  return `${(count / 1000).toLocaleString('en-US', options)}k`;
 }
