@@ -2,14 +2,18 @@
  * `npm run bench:compare -- A B [C …]`: builds of the gateway side by side, as the README's "What
  * each change to the hot path moved" measures them. Each argument is the folder of a build's
  * `main.js` (`dist` for this checkout; for another commit, `npm ci && npm run build` in a worktree of
- * it and its `dist`), or `apollo` for the Apollo floor. One store serves all; each round runs every
+ * it and its `dist`), or a floor of bench/lib/floor.ts: `apollo` (the Apollo floor), `floor` (the
+ * Node floor), `sharing-floor` and `constant-floor` (the Node floor sharing one GET among identical
+ * requests in flight, and answering from memory: what bounds the tail with sharing; the latter
+ * answers the one-call page whatever is asked). One store serves all; each round runs every
  * build in turn, started fresh as `npm start` runs it, warmed up, then loaded with the one-call
  * query; the medians over the rounds come last. Builds alternate, each round starting one further
  * along, so a machine that gets busier or quieter during the run weighs on all of them alike.
  *
- * An argument may carry Node flags after the folder, as one quoted argument (`"dist
- * --max-old-space-size=1024"`): they come after `npm start`'s --max-old-space-size=256, so they
- * override it. Each row also gives the server's peak resident set (VmHWM) over its warm-up and run.
+ * An argument may carry Node flags after the folder or floor, as one quoted argument (`"dist
+ * --max-old-space-size=1024"`): for a build they come after `npm start`'s --max-old-space-size=256,
+ * so they override it. Each row also gives the server's peak resident set (VmHWM) over its warm-up
+ * and run, and p99 / p50 as the median of each round's own ratio (not the ratio of the two medians).
  *
  * Settings: BENCH_ROUNDS (6), BENCH_DURATION (5 s), BENCH_WARMUP (3 s), BENCH_CONNECTIONS (32),
  * BENCH_COALESCE (false: sharing off; true: coalescing on, the default of the gateway; both: each
@@ -22,6 +26,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FLOOR_KINDS, isFloorKind } from './lib/floor.js';
 import { chooseTool, load, type Measurement, measure, positive } from './lib/load.js';
 import { loadWorkload, requestsOf, workloadOf } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, rssMb, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
@@ -31,7 +36,7 @@ import { gatewayTarget } from './lib/targets.js';
 
 const builds = process.argv.slice(2);
 if (builds.length < (process.env.BENCH_COALESCE === 'both' ? 1 : 2)) {
-  console.error('usage: npm run bench:compare -- <build folder | apollo> <build folder | apollo> [...]');
+  console.error(`usage: npm run bench:compare -- <build folder | ${FLOOR_KINDS.join(' | ')}> <…> [...]`);
   console.error('       BENCH_COALESCE=both npm run bench:compare -- <build folder> [...]');
   process.exit(2);
 }
@@ -43,6 +48,10 @@ const COALESCE =
   process.env.BENCH_COALESCE === 'true' || process.env.BENCH_COALESCE === 'both' ? process.env.BENCH_COALESCE : 'false';
 const TOOL = chooseTool(process.env.BENCH_TOOL);
 const WORKLOAD = workloadOf(TOOL);
+if (WORKLOAD !== 'one-call' && builds.some((argument) => argument.trim().split(/\s+/)[0] === 'constant-floor')) {
+  console.error(`constant-floor answers the one-call page to everything: not a row for BENCH_WORKLOAD=${WORKLOAD}`);
+  process.exit(2);
+}
 
 /**
  * What each row runs: a build, Node's flags for it (after `npm start`'s --max-old-space-size=256,
@@ -56,7 +65,7 @@ interface Entry {
 }
 const entries: Entry[] = builds.flatMap((argument) => {
   const [build = '', ...flags] = argument.trim().split(/\s+/);
-  const modes = build === 'apollo' || COALESCE !== 'both' ? [COALESCE] : ['true', 'false'];
+  const modes = isFloorKind(build) || COALESCE !== 'both' ? [COALESCE] : ['true', 'false'];
   return modes.map((coalesce) => ({
     label: modes.length > 1 ? `${argument}, coalescing ${coalesce === 'true' ? 'on' : 'off'}` : argument,
     build,
@@ -81,11 +90,10 @@ try {
     // Each round starts one build further along, so no build always runs first or after the same one.
     const order = [...entries.slice((round - 1) % entries.length), ...entries.slice(0, (round - 1) % entries.length)];
     for (const { label, build, flags, coalesce } of order) {
-      const served =
-        build === 'apollo'
-          ? await startFloorServer(SERVER_CORE, store.url, 'apollo')
-          : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, flags, join(build, 'main.js'));
-      const target = gatewayTarget(label, served.url, served.pid, build === 'apollo' ? 'id' : 'cursor');
+      const served = isFloorKind(build)
+        ? await startFloorServer(SERVER_CORE, store.url, build, flags)
+        : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, flags, join(build, 'main.js'));
+      const target = gatewayTarget(label, served.url, served.pid, isFloorKind(build) ? 'id' : 'cursor');
       const requests = requestsOf(workload, target);
       const options = { tool: TOOL, connections: CONNECTIONS, dir };
       await load(target, requests, { ...options, seconds: WARMUP_S });
@@ -102,14 +110,16 @@ try {
   console.log(
     `Command: \`${workload.setting}BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${workload.description}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
   );
-  console.log('| build | req/s | CPU ms/request | p50 ms | p99 ms | peak RSS MB | each round, req/s | errors |');
-  console.log('|---|---:|---:|---:|---:|---:|---|---:|');
+  console.log(
+    '| build | req/s | CPU ms/request | p50 ms | p99 ms | p99 / p50 | peak RSS MB | each round, req/s | errors |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---|---:|');
   for (const [build, measured] of runs) {
     const rounds = measured.map((run) => run.rps.toFixed(0)).join(', ');
     const cpu = median(measured.map((run) => (run.cpuS * 1000) / Math.max(1, run.requests)));
     const errors = measured.reduce((sum, run) => sum + run.errors, 0);
     console.log(
-      `| ${build} | ${median(measured.map((run) => run.rps)).toFixed(0)} | ${cpu.toFixed(3)} | ${median(measured.map((run) => run.p50Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms)).toFixed(2)} | ${median(measured.map((run) => run.peakRssMb)).toFixed(0)} | ${rounds} | ${errors} |`,
+      `| ${build} | ${median(measured.map((run) => run.rps)).toFixed(0)} | ${cpu.toFixed(3)} | ${median(measured.map((run) => run.p50Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms / run.p50Ms)).toFixed(1)}× | ${median(measured.map((run) => run.peakRssMb)).toFixed(0)} | ${rounds} | ${errors} |`,
     );
   }
 } finally {

@@ -6,13 +6,14 @@
  *                    answers `{ type: 'count' }` with the requests it has served and how many were not 200
  *   floor STORE      the Node floor (bench/lib/floor.ts) in front of STORE
  *   apollo STORE     the Apollo floor (bench/lib/floor.ts) in front of STORE
+ *   sharing-floor STORE, constant-floor STORE   the Node floor's variants for the tail (bench/lib/floor.ts)
  *
  * Each sends `{ type: 'ready', url }` once listening and stops on SIGTERM or when the parent goes away.
  */
 
 import { demoCatalogue } from '../src/petstore/seed.js';
 import { startPetstore } from '../src/petstore/start.js';
-import { startApolloFloor, startFloor } from './lib/floor.js';
+import { FLOOR_KINDS, isFloorKind, startApolloFloor, startFloor } from './lib/floor.js';
 
 const BENCH_KEY = 'k';
 
@@ -35,12 +36,14 @@ if (mode === 'store') {
   });
   close = store.close;
   send({ type: 'ready', url: store.url });
-} else if ((mode === 'floor' || mode === 'apollo') && upstream !== undefined) {
-  const floor = await (mode === 'floor' ? startFloor : startApolloFloor)(upstream, BENCH_KEY);
+} else if (mode !== undefined && isFloorKind(mode) && upstream !== undefined) {
+  const floor = await (mode === 'apollo'
+    ? startApolloFloor(upstream, BENCH_KEY)
+    : startFloor(upstream, BENCH_KEY, mode));
   close = floor.close;
   send({ type: 'ready', url: floor.url });
 } else {
-  console.error('usage: throughput-child.ts store | floor <store base URL> | apollo <store base URL>');
+  console.error(`usage: throughput-child.ts store | ${FLOOR_KINDS.join(' | ')} <store base URL>`);
   process.exit(2);
 }
 

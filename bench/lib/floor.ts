@@ -87,15 +87,48 @@ function storePage(storeUrl: string, key: string): { pool: Pool; page(args: Page
   };
 }
 
-export async function startFloor(storeUrl: string, key: string): Promise<Floor> {
+/**
+ * The Node floor and its two variants for the tail with sharing (`npm run bench:compare` only):
+ *
+ *   floor            each request its own GET
+ *   sharing-floor    identical requests in flight (the same body) share one GET and one answer, as the
+ *                    gateway's coalescing does, and nothing else: the tail sharing itself brings, since
+ *                    every request waits for the GET of the answer it joined
+ *   constant-floor   every request gets the one-call page read once at start, no GET under load: the
+ *                    tail of node:http, V8's collector, the load tool and the machine, with nothing to wait for
+ */
+export type NodeFloorKind = 'floor' | 'sharing-floor' | 'constant-floor';
+
+/** Every floor, by the name the benches and bench/throughput-child.ts take it under. */
+export const FLOOR_KINDS = ['floor', 'apollo', 'sharing-floor', 'constant-floor'] as const;
+export type FloorKind = (typeof FLOOR_KINDS)[number];
+export const isFloorKind = (name: string): name is FloorKind => (FLOOR_KINDS as readonly string[]).includes(name);
+
+export async function startFloor(storeUrl: string, key: string, kind: NodeFloorKind = 'floor'): Promise<Floor> {
   const store = storePage(storeUrl, key);
+  const answer = async (variables: PageArgs | undefined): Promise<string> => {
+    const pets = await store.page(variables ?? {});
+    const nodes = pets.map((pet) => ({ id: String(pet.id), name: pet.name, status: pet.status.toUpperCase() }));
+    return JSON.stringify({ data: { pets: { nodes } } });
+  };
+  const fixed = kind === 'constant-floor' ? await answer(undefined) : undefined;
+  const inFlight = new Map<string, Promise<string>>();
+  const shared = (body: string, variables: PageArgs | undefined): Promise<string> => {
+    let running = inFlight.get(body);
+    if (running === undefined) {
+      running = answer(variables);
+      inFlight.set(body, running);
+      const done = () => inFlight.delete(body);
+      running.then(done, done);
+    }
+    return running;
+  };
   const server = createServer(
     onBody(async (body, _req, res) => {
       const { variables } = JSON.parse(body) as { variables?: PageArgs };
-      const pets = await store.page(variables ?? {});
-      const nodes = pets.map((pet) => ({ id: String(pet.id), name: pet.name, status: pet.status.toUpperCase() }));
+      const text = fixed ?? (await (kind === 'sharing-floor' ? shared(body, variables) : answer(variables)));
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-      res.end(JSON.stringify({ data: { pets: { nodes } } }));
+      res.end(text);
     }),
   );
   return listen(server, store.pool);

@@ -11,6 +11,7 @@
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import type { FloorKind } from './floor.js';
 import { pinned } from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -119,11 +120,11 @@ export async function startGateway(
   return { child, url, pid: child.pid as number };
 }
 
-/** The Node floor or the Apollo floor (bench/lib/floor.ts) in front of `storeUrl`. */
+/** A floor of bench/lib/floor.ts in front of `storeUrl`. */
 export const startFloorServer = (
   core: string,
   storeUrl: string,
-  which: 'floor' | 'apollo' = 'floor',
+  which: FloorKind = 'floor',
   nodeArgs: readonly string[] = [],
   wrapper: readonly string[] = [],
 ): Promise<Served> => startChild(core, [which, storeUrl], nodeArgs, wrapper);
