@@ -18,6 +18,7 @@ export const ROW = {
   gateway: 'this gateway, coalescing on (default)',
   gatewayOff: 'this gateway, `PETSTORE_COALESCE=false`',
   floor: 'Node floor: node:http + undici + JSON, no GraphQL (not a gateway)',
+  sharingFloor: 'Node floor sharing one GET among identical requests in flight (not a gateway)',
   apolloFloor: 'Apollo floor: the Node floor with Apollo Server 5 and graphql-js, one resolver (not a gateway)',
   mesh: 'Mesh v1 + Hive Gateway 2.15.1',
 } as const;
@@ -172,6 +173,15 @@ function ratioLines(report: Report): string[] {
   if (find(report.oneCall, ROW.apolloFloor) !== undefined) {
     lines.push(
       `- the Apollo floor (Apollo Server and graphql-js, nothing of the gateway's) as a share of Tailcall without dedupe: ${both(ROW.apolloFloor, ROW.tailcall)}, of the Node floor: ${both(ROW.apolloFloor, ROW.floor)}; this gateway without sharing as a share of the Apollo floor: ${both(ROW.gatewayOff, ROW.apolloFloor)}`,
+    );
+  }
+  const ratio = (name: string): string => {
+    const row = find(report.oneCall, name);
+    return row === undefined ? 'n/a' : `${fixed(row.p99 / row.p50, 1)}×`;
+  };
+  if (find(report.oneCall, ROW.sharingFloor) !== undefined) {
+    lines.push(
+      `- p99 / p50 with sharing (one call): this gateway ${ratio(ROW.gateway)}, the Node floor sharing one GET ${ratio(ROW.sharingFloor)}, Tailcall with dedupe ${ratio(ROW.tailcallDedupe)}`,
     );
   }
   for (const name of [ROW.gateway, ROW.gatewayOff]) {
