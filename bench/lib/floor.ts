@@ -88,14 +88,16 @@ function storePage(storeUrl: string, key: string): { pool: Pool; page(args: Page
 }
 
 /**
- * The Node floor and its two variants for the tail with sharing (`npm run bench:compare` only):
+ * The Node floor and its two variants for the tail with sharing (the sharing floor runs in `npm run
+ * bench` on the one call and in `bench:compare`; the constant floor in `bench:compare` only):
  *
  *   floor            each request its own GET
- *   sharing-floor    identical requests in flight (the same body) share one GET and one answer, as the
- *                    gateway's coalescing does, and nothing else: the tail sharing itself brings, since
- *                    every request waits for the GET of the answer it joined
- *   constant-floor   every request gets the one-call page read once at start, no GET under load: the
- *                    tail of node:http, V8's collector, the load tool and the machine, with nothing to wait for
+ *   sharing-floor    identical requests in flight (the same body) share one GET and one answer, as
+ *                    the gateway's coalescing does, and nothing else: the tail sharing itself
+ *                    brings, since every request waits for the GET of the answer it joined
+ *   constant-floor   every request gets the one-call page read once at start, no GET under load:
+ *                    the tail of node:http, V8's collector, the load tool and the machine, with
+ *                    nothing to wait for
  */
 export type NodeFloorKind = 'floor' | 'sharing-floor' | 'constant-floor';
 
