@@ -20,7 +20,9 @@
  * build twice, a row for each, to see what sharing costs where nothing is shared),
  * BENCH_WORKLOAD (one-call; mix: the distinct mix of `bench:throughput`, walked once through a
  * gateway of its own before the rounds; new-keys: the one-call query with a new API key the store
- * refuses every time, as a client spraying keys; both need wrk).
+ * refuses every time, as a client spraying keys; both need wrk), BENCH_PROCESSES (fresh: each run
+ * on a process started for it; kept: each build's process started once and loaded in every round,
+ * as the full bench does, since how long a process has run moves its tail).
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -31,7 +33,7 @@ import { chooseTool, load, type Measurement, measure, positive } from './lib/loa
 import { loadWorkload, requestsOf, workloadOf } from './lib/mix.js';
 import { LOAD_CORE, pinSelf, rssMb, SERVER_CORE, signalAll, stop, stopAll } from './lib/processes.js';
 import { median } from './lib/report.js';
-import { startFloorServer, startGateway, startStore } from './lib/servers.js';
+import { type Served, startFloorServer, startGateway, startStore } from './lib/servers.js';
 import { gatewayTarget } from './lib/targets.js';
 
 const builds = process.argv.slice(2);
@@ -46,6 +48,11 @@ const WARMUP_S = positive('BENCH_WARMUP', 3);
 const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
 const COALESCE =
   process.env.BENCH_COALESCE === 'true' || process.env.BENCH_COALESCE === 'both' ? process.env.BENCH_COALESCE : 'false';
+const PROCESSES = process.env.BENCH_PROCESSES ?? 'fresh';
+if (PROCESSES !== 'fresh' && PROCESSES !== 'kept') {
+  console.error('BENCH_PROCESSES: fresh or kept');
+  process.exit(2);
+}
 const TOOL = chooseTool(process.env.BENCH_TOOL);
 const WORKLOAD = workloadOf(TOOL);
 if (WORKLOAD !== 'one-call' && builds.some((argument) => argument.trim().split(/\s+/)[0] === 'constant-floor')) {
@@ -83,16 +90,21 @@ const dir = mkdtempSync(join(tmpdir(), 'petstore-compare-'));
 /** A run, with the server's peak resident set over its life (warm-up and run). */
 type Run = Measurement & { readonly peakRssMb: number };
 const runs = new Map<string, Run[]>(entries.map((entry) => [entry.label, []]));
+/** With BENCH_PROCESSES=kept, each build's process by label, from its first round on (stopped by stopAll). */
+const kept = new Map<string, Served>();
 try {
   const store = await startStore(LOAD_CORE);
   const workload = await loadWorkload(WORKLOAD, SERVER_CORE, store.url);
+  const start = ({ build, flags, coalesce }: Omit<Entry, 'label'>): Promise<Served> =>
+    isFloorKind(build)
+      ? startFloorServer(SERVER_CORE, store.url, build, flags)
+      : startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, flags, join(build, 'main.js'));
   for (let round = 1; round <= ROUNDS; round++) {
     // Each round starts one build further along, so no build always runs first or after the same one.
     const order = [...entries.slice((round - 1) % entries.length), ...entries.slice(0, (round - 1) % entries.length)];
     for (const { label, build, flags, coalesce } of order) {
-      const served = isFloorKind(build)
-        ? await startFloorServer(SERVER_CORE, store.url, build, flags)
-        : await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, flags, join(build, 'main.js'));
+      const served = kept.get(label) ?? (await start({ build, flags, coalesce }));
+      if (PROCESSES === 'kept') kept.set(label, served);
       const target = gatewayTarget(label, served.url, served.pid, isFloorKind(build) ? 'id' : 'cursor');
       const requests = requestsOf(workload, target);
       const options = { tool: TOOL, connections: CONNECTIONS, dir };
@@ -101,25 +113,27 @@ try {
         ...(await measure(target, requests, { ...options, seconds: DURATION_S })),
         peakRssMb: rssMb(served.pid, 'peak'),
       };
-      await stop(served.child);
+      if (PROCESSES === 'fresh') await stop(served.child);
       runs.get(label)?.push(run);
       console.error(`round ${round}: ${label}: ${run.rps.toFixed(0)} req/s, errors ${run.errors}`);
     }
   }
+  for (const served of kept.values()) await stop(served.child);
   await stop(store.child);
   console.log(
-    `Command: \`${workload.setting}BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${workload.description}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
+    `Command: \`${workload.setting}${PROCESSES === 'kept' ? 'BENCH_PROCESSES=kept ' : ''}BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${workload.description}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
   );
   console.log(
-    '| build | req/s | CPU ms/request | p50 ms | p99 ms | p99 / p50 | peak RSS MB | each round, req/s | errors |',
+    '| build | req/s | CPU ms/request | p50 ms | p99 ms | p99 / p50 | peak RSS MB | each round, req/s | each round, p99 / p50 | errors |',
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---|---:|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---|---|---:|');
   for (const [build, measured] of runs) {
     const rounds = measured.map((run) => run.rps.toFixed(0)).join(', ');
+    const tails = measured.map((run) => `${(run.p99Ms / run.p50Ms).toFixed(1)}×`).join(', ');
     const cpu = median(measured.map((run) => (run.cpuS * 1000) / Math.max(1, run.requests)));
     const errors = measured.reduce((sum, run) => sum + run.errors, 0);
     console.log(
-      `| ${build} | ${median(measured.map((run) => run.rps)).toFixed(0)} | ${cpu.toFixed(3)} | ${median(measured.map((run) => run.p50Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms / run.p50Ms)).toFixed(1)}× | ${median(measured.map((run) => run.peakRssMb)).toFixed(0)} | ${rounds} | ${errors} |`,
+      `| ${build} | ${median(measured.map((run) => run.rps)).toFixed(0)} | ${cpu.toFixed(3)} | ${median(measured.map((run) => run.p50Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms / run.p50Ms)).toFixed(1)}× | ${median(measured.map((run) => run.peakRssMb)).toFixed(0)} | ${rounds} | ${tails} | ${errors} |`,
     );
   }
 } finally {
