@@ -90,7 +90,10 @@ const dir = mkdtempSync(join(tmpdir(), 'petstore-compare-'));
 /** A run, with the server's peak resident set over its life (warm-up and run). */
 type Run = Measurement & { readonly peakRssMb: number };
 const runs = new Map<string, Run[]>(entries.map((entry) => [entry.label, []]));
-/** With BENCH_PROCESSES=kept, each build's process by label, from its first round on (stopped by stopAll). */
+/**
+ * With BENCH_PROCESSES=kept, each build's process by label, from its first round on; stopped after
+ * the rounds (by stopAll if the run fails).
+ */
 const kept = new Map<string, Served>();
 try {
   const store = await startStore(LOAD_CORE);
