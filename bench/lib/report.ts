@@ -189,7 +189,7 @@ function ratioLines(report: Report): string[] {
     if (row === undefined) continue;
     const peak = report.memory.of.get(row.target)?.peak ?? 0;
     lines.push(
-      `- ${name}: p99 / p50 ${fixed(row.p99 / row.p50, 1)}× at ${report.connections} connections (one call); peak RSS ${fixed(peak, 0)} MB at ${report.memory.connections}`,
+      `- ${name}: p99 / p50 ${ratio(name)} at ${report.connections} connections (one call); peak RSS ${fixed(peak, 0)} MB at ${report.memory.connections}`,
     );
   }
   return lines;
