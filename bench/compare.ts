@@ -22,12 +22,16 @@
  * gateway of its own before the rounds; new-keys: the one-call query with a new API key the store
  * refuses every time, as a client spraying keys; both need wrk), BENCH_PROCESSES (fresh: each run
  * on a process started for it; kept: each build's process started once and loaded in every round,
- * as the full bench does, since how long a process has run moves its tail).
+ * as the full bench does, since how long a process has run moves its tail), BENCH_PAUSE (0 s: quiet
+ * before each round after the first, with BENCH_PROCESSES=kept, so that every build has waited
+ * that long plus the others' runs, as each target of the full bench waits over a minute between its
+ * runs; what a process does after a quiet minute moves its next seconds' tail).
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { FLOOR_KINDS, isFloorKind } from './lib/floor.js';
 import { chooseTool, load, type Measurement, measure, positive } from './lib/load.js';
 import { loadWorkload, requestsOf, workloadOf } from './lib/mix.js';
@@ -51,6 +55,11 @@ const COALESCE =
 const PROCESSES = process.env.BENCH_PROCESSES ?? 'fresh';
 if (PROCESSES !== 'fresh' && PROCESSES !== 'kept') {
   console.error('BENCH_PROCESSES: fresh or kept');
+  process.exit(2);
+}
+const PAUSE_S = Number(process.env.BENCH_PAUSE ?? 0);
+if (!Number.isFinite(PAUSE_S) || PAUSE_S < 0 || (PAUSE_S > 0 && PROCESSES !== 'kept')) {
+  console.error('BENCH_PAUSE: seconds of quiet before each round, 0 or more, with BENCH_PROCESSES=kept');
   process.exit(2);
 }
 const TOOL = chooseTool(process.env.BENCH_TOOL);
@@ -103,6 +112,10 @@ try {
       ? startFloorServer(SERVER_CORE, store.url, build, flags)
       : startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: coalesce }, flags, join(build, 'main.js'));
   for (let round = 1; round <= ROUNDS; round++) {
+    if (round > 1 && PAUSE_S > 0) {
+      console.error(`round ${round}: ${PAUSE_S} s of quiet`);
+      await sleep(PAUSE_S * 1000);
+    }
     // Each round starts one build further along, so no build always runs first or after the same one.
     const order = [...entries.slice((round - 1) % entries.length), ...entries.slice(0, (round - 1) % entries.length)];
     for (const { label, build, flags, coalesce } of order) {
@@ -124,7 +137,7 @@ try {
   for (const served of kept.values()) await stop(served.child);
   await stop(store.child);
   console.log(
-    `Command: \`${workload.setting}${PROCESSES === 'kept' ? 'BENCH_PROCESSES=kept ' : ''}BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${workload.description}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
+    `Command: \`${workload.setting}${PROCESSES === 'kept' ? 'BENCH_PROCESSES=kept ' : ''}${PAUSE_S > 0 ? `BENCH_PAUSE=${PAUSE_S} ` : ''}BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${workload.description}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
   );
   console.log(
     '| build | req/s | CPU ms/request | p50 ms | p99 ms | p99 / p50 | peak RSS MB | each round, req/s | each round, p99 / p50 | errors |',
