@@ -25,7 +25,10 @@
  * as the full bench does, since how long a process has run moves its tail), BENCH_PAUSE (0 s: quiet
  * before each round after the first, with BENCH_PROCESSES=kept, so that every build has waited
  * that long plus the others' runs, as each target of the full bench waits over a minute between its
- * runs; what a process does after a quiet minute moves its next seconds' tail).
+ * runs; what a process does after a quiet minute moves its next seconds' tail), BENCH_WIRE (false;
+ * true: tcpdump captures each measured run on loopback, and each row also gives p50, p99 and
+ * p99 / p50 on the wire, as the server delivers them, without the load tool's own queue:
+ * bench/lib/wire.ts).
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -62,6 +65,7 @@ if (!Number.isFinite(PAUSE_S) || PAUSE_S < 0 || (PAUSE_S > 0 && PROCESSES !== 'k
   console.error('BENCH_PAUSE: seconds of quiet before each round, 0 or more, with BENCH_PROCESSES=kept');
   process.exit(2);
 }
+const WIRE = process.env.BENCH_WIRE === 'true';
 const TOOL = chooseTool(process.env.BENCH_TOOL);
 const WORKLOAD = workloadOf(TOOL);
 
@@ -123,7 +127,7 @@ try {
       if (PROCESSES === 'kept') kept.set(label, served);
       const target = gatewayTarget(label, served.url, served.pid, isFloorKind(build) ? 'id' : 'cursor');
       const requests = requestsOf(workload, target);
-      const options = { tool: TOOL, connections: CONNECTIONS, dir };
+      const options = { tool: TOOL, connections: CONNECTIONS, dir, wire: WIRE };
       await load(target, requests, { ...options, seconds: WARMUP_S });
       const run = {
         ...(await measure(target, requests, { ...options, seconds: DURATION_S })),
@@ -131,25 +135,31 @@ try {
       };
       if (PROCESSES === 'fresh') await stop(served.child);
       runs.get(label)?.push(run);
-      console.error(`round ${round}: ${label}: ${run.rps.toFixed(0)} req/s, errors ${run.errors}`);
+      const tail = `p99 / p50 ${(run.p99Ms / run.p50Ms).toFixed(1)}×${run.wire ? `, on the wire ${(run.wire.p99Ms / run.wire.p50Ms).toFixed(1)}×` : ''}`;
+      console.error(`round ${round}: ${label}: ${run.rps.toFixed(0)} req/s, ${tail}, errors ${run.errors}`);
     }
   }
   for (const served of kept.values()) await stop(served.child);
   await stop(store.child);
   console.log(
-    `Command: \`${workload.setting}${PROCESSES === 'kept' ? 'BENCH_PROCESSES=kept ' : ''}${PAUSE_S > 0 ? `BENCH_PAUSE=${PAUSE_S} ` : ''}BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${workload.description}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
+    `Command: \`${workload.setting}${PROCESSES === 'kept' ? 'BENCH_PROCESSES=kept ' : ''}${PAUSE_S > 0 ? `BENCH_PAUSE=${PAUSE_S} ` : ''}${WIRE ? 'BENCH_WIRE=true ' : ''}BENCH_COALESCE=${COALESCE} BENCH_ROUNDS=${ROUNDS} BENCH_DURATION=${DURATION_S} npm run bench:compare -- ${builds.join(' ')}\` (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC), ${workload.description}, ${TOOL}, ${CONNECTIONS} connections, medians of ${ROUNDS} alternating rounds\n`,
   );
+  const wireColumns = WIRE ? ' wire p50 ms | wire p99 ms | wire p99 / p50 | each round, wire p99 / p50 |' : '';
   console.log(
-    '| build | req/s | CPU ms/request | p50 ms | p99 ms | p99 / p50 | peak RSS MB | each round, req/s | each round, p99 / p50 | errors |',
+    `| build | req/s | CPU ms/request | p50 ms | p99 ms | p99 / p50 | peak RSS MB | each round, req/s | each round, p99 / p50 |${wireColumns} errors |`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---|---|---:|');
+  console.log(`|---|---:|---:|---:|---:|---:|---:|---|---|${WIRE ? '---:|---:|---:|---|' : ''}---:|`);
   for (const [build, measured] of runs) {
     const rounds = measured.map((run) => run.rps.toFixed(0)).join(', ');
     const tails = measured.map((run) => `${(run.p99Ms / run.p50Ms).toFixed(1)}×`).join(', ');
     const cpu = median(measured.map((run) => (run.cpuS * 1000) / Math.max(1, run.requests)));
     const errors = measured.reduce((sum, run) => sum + run.errors, 0);
+    const wires = measured.flatMap((run) => (run.wire ? [run.wire] : []));
+    const wire = WIRE
+      ? ` ${median(wires.map((w) => w.p50Ms)).toFixed(2)} | ${median(wires.map((w) => w.p99Ms)).toFixed(2)} | ${median(wires.map((w) => w.p99Ms / w.p50Ms)).toFixed(1)}× | ${wires.map((w) => `${(w.p99Ms / w.p50Ms).toFixed(1)}×`).join(', ')} |`
+      : '';
     console.log(
-      `| ${build} | ${median(measured.map((run) => run.rps)).toFixed(0)} | ${cpu.toFixed(3)} | ${median(measured.map((run) => run.p50Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms / run.p50Ms)).toFixed(1)}× | ${median(measured.map((run) => run.peakRssMb)).toFixed(0)} | ${rounds} | ${tails} | ${errors} |`,
+      `| ${build} | ${median(measured.map((run) => run.rps)).toFixed(0)} | ${cpu.toFixed(3)} | ${median(measured.map((run) => run.p50Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms)).toFixed(2)} | ${median(measured.map((run) => run.p99Ms / run.p50Ms)).toFixed(1)}× | ${median(measured.map((run) => run.peakRssMb)).toFixed(0)} | ${rounds} | ${tails} |${wire} ${errors} |`,
     );
   }
 } finally {

@@ -26,7 +26,9 @@
  *
  * Settings: BENCH_TOOL (wrk | autocannon), BENCH_CONNECTIONS (32), BENCH_WARMUP (5 s), BENCH_REWARM
  * (2 s of unmeasured load right before each measured run; 0 for none),
- * BENCH_DURATION (10 s), BENCH_ROUNDS (3).
+ * BENCH_DURATION (10 s), BENCH_ROUNDS (3), BENCH_WIRE (false; true: tcpdump captures each
+ * measured run, and the one-call table and the tail lines also give p50 and p99 on the wire, as the
+ * server delivers them: bench/lib/wire.ts).
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -55,6 +57,7 @@ const REWARM_S = positive('BENCH_REWARM', 2, 0);
 const DURATION_S = positive('BENCH_DURATION', 10);
 const ROUNDS = positive('BENCH_ROUNDS', 3);
 const TOOL = chooseTool(process.env.BENCH_TOOL);
+const WIRE = process.env.BENCH_WIRE === 'true';
 const RSS_CONNECTIONS = 200;
 const RSS_SECONDS = 5;
 
@@ -132,7 +135,7 @@ async function prepareMix(
 }
 
 function commandLine(): string {
-  const settings = `BENCH_TOOL=${TOOL} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_WARMUP=${WARMUP_S} BENCH_REWARM=${REWARM_S} BENCH_DURATION=${DURATION_S} BENCH_ROUNDS=${ROUNDS}`;
+  const settings = `BENCH_TOOL=${TOOL} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_WARMUP=${WARMUP_S} BENCH_REWARM=${REWARM_S} BENCH_DURATION=${DURATION_S} BENCH_ROUNDS=${ROUNDS}${WIRE ? ' BENCH_WIRE=true' : ''}`;
   const script = process.env.npm_lifecycle_event;
   return `${settings} ${script?.startsWith('bench') ? `npm run ${script}` : 'tsx bench/throughput.ts'}`;
 }
@@ -151,6 +154,7 @@ async function main(): Promise<void> {
       tool: TOOL,
       connections: CONNECTIONS,
       dir: scratch,
+      wire: WIRE,
       warmupS: WARMUP_S,
       rewarmS: REWARM_S,
       durationS: DURATION_S,

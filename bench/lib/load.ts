@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpuSeconds, LOAD_CORE, outputOf, pinned } from './processes.js';
 import type { HttpRequest, Target } from './targets.js';
+import { startCapture, type WireLatency } from './wire.js';
 
 const AUTOCANNON = fileURLToPath(new URL('../../node_modules/autocannon/autocannon.js', import.meta.url));
 
@@ -29,6 +30,8 @@ export interface Measurement extends LoadResult {
   /** CPU seconds the serving process used during the run, and the run's wall-clock seconds. */
   readonly cpuS: number;
   readonly wallS: number;
+  /** With `wire`, the latency as the server's packets show it (bench/lib/wire.ts). */
+  readonly wire?: WireLatency;
 }
 
 /** A setting from the environment that must be an integer of at least `least` (BENCH_ROUNDS and the like; 0 for BENCH_REWARM). */
@@ -119,8 +122,10 @@ export interface LoadOptions {
   readonly tool: Tool;
   readonly seconds: number;
   readonly connections: number;
-  /** A folder for the wrk script. */
+  /** A folder for the wrk script (and a measured run's capture). */
   readonly dir: string;
+  /** Whether `measure` also captures the run's packets for the latency on the wire (BENCH_WIRE). */
+  readonly wire?: boolean;
 }
 
 /** Runs the load tool against `target`, sending `requests` in turn. autocannon takes a single request only. */
@@ -181,9 +186,13 @@ export async function measure(
   requests: readonly HttpRequest[],
   options: LoadOptions,
 ): Promise<Measurement> {
+  const capture = options.wire
+    ? await startCapture(Number(new URL(target.origin).port), join(options.dir, 'run.pcap'))
+    : undefined;
   const cpuBefore = cpuSeconds(target.pid);
   const start = performance.now();
   const result = await load(target, requests, options);
   const wallS = (performance.now() - start) / 1000;
-  return { ...result, cpuS: cpuSeconds(target.pid) - cpuBefore, wallS };
+  const cpuS = cpuSeconds(target.pid) - cpuBefore;
+  return { ...result, cpuS, wallS, wire: await capture?.stop() };
 }

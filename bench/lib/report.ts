@@ -97,20 +97,29 @@ const COLUMNS = ['req/s', 'p50 ms', 'p99 ms', 'server CPU ms/request', 'server C
 export function formatReport(report: Report): string {
   const tool = report.tool === 'wrk' ? `${wrkVersion()}, one thread, closed loop` : 'autocannon 9, closed loop';
   const { connections, seconds, of: memory } = report.memory;
+  const wired = report.oneCall.some((row) => row.wire !== undefined);
   const out: string[] = [
     `Command: \`${report.command}\` (${report.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC)`,
     '',
     `Machine: ${machine()}. Load average (1 / 5 / 15 min): ${report.loadAtStart} at start, ${report.loadAtEnd} at end; other work on the machine skews results.`,
     '',
-    `Load: ${tool}, ${report.connections} connections; per target ${report.warmupS} s warm-up, then ${report.rounds} × ${report.durationS} s runs interleaved across targets, each right after ${report.rewarmS} s of unmeasured load (a target waits over a minute between its runs, and this gateway, measured alone, answered the first one to two seconds after such a pause at a third of its speed, with p99 50–60 ms), medians. Servers under test pinned to core ${report.cores.server}; the store, the load tool and the bench on core ${report.cores.load}. "server CPU" is the process answering (REST direct: the store); "upstream calls/request" is what the store served during the runs over what the target answered (requests still in flight when a run stops count upstream only, so a target without sharing shows a little over 1). Tailcall runs with its defaults but for loopback, one worker and a 32-connection idle pool: JIT execution, no query validation, no HTTP cache.`,
+    `Load: ${tool}, ${report.connections} connections; per target ${report.warmupS} s warm-up, then ${report.rounds} × ${report.durationS} s runs interleaved across targets, each right after ${report.rewarmS} s of unmeasured load (a target waits over a minute between its runs, and this gateway, measured alone, answered the first one to two seconds after such a pause at a third of its speed, with p99 50–60 ms), medians. Servers under test pinned to core ${report.cores.server}; the store, the load tool and the bench on core ${report.cores.load}. "server CPU" is the process answering (REST direct: the store); "upstream calls/request" is what the store served during the runs over what the target answered (requests still in flight when a run stops count upstream only, so a target without sharing shows a little over 1). Tailcall runs with its defaults but for loopback, one worker and a 32-connection idle pool: JIT execution, no query validation, no HTTP cache.${wired ? ` "On the wire" (BENCH_WIRE=true): tcpdump, on core ${report.cores.load} during every measured run, pairs each request packet on loopback with the next answer packet on its connection: the time as the server delivers it, without the load tool's own.` : ''}`,
     '',
     `**One call**: the same page of 20 pets every time (\`GET /v1/pets?limit=20\`; this gateway \`{ pets(first: 20) { nodes { id name status } } }\`; Tailcall \`{ pets(limit: 20) { id name status } }\`; Mesh \`{ listPets(limit: 20) { ... on Pet { id name status } } }\`); memory while ${connections} connections send it for ${seconds} s:`,
     '',
     table(
-      ['target', ...COLUMNS, 'RSS idle MB', `peak RSS at ${connections} connections MB`, 'errors'],
+      [
+        'target',
+        ...COLUMNS,
+        ...(wired ? ['p50 ms on the wire', 'p99 ms on the wire'] : []),
+        'RSS idle MB',
+        `peak RSS at ${connections} connections MB`,
+        'errors',
+      ],
       report.oneCall.map((row) => {
         const { idle, peak } = memory.get(row.target) ?? { idle: 0, peak: 0 };
-        return [...cells(row), fixed(idle, 0), fixed(peak, 0), String(row.errors)];
+        const wire = wired ? [fixed(row.wire?.p50 ?? Number.NaN, 2), fixed(row.wire?.p99 ?? Number.NaN, 2)] : [];
+        return [...cells(row), ...wire, fixed(idle, 0), fixed(peak, 0), String(row.errors)];
       }),
     ),
   ];
@@ -175,9 +184,12 @@ function ratioLines(report: Report): string[] {
       `- the Apollo floor (Apollo Server and graphql-js, nothing of the gateway's) as a share of Tailcall without dedupe: ${both(ROW.apolloFloor, ROW.tailcall)}, of the Node floor: ${both(ROW.apolloFloor, ROW.floor)}; this gateway without sharing as a share of the Apollo floor: ${both(ROW.gatewayOff, ROW.apolloFloor)}`,
     );
   }
+  /** p99 / p50 as wrk measured it, and on the wire when captured. */
   const ratio = (name: string): string => {
     const row = find(report.oneCall, name);
-    return row === undefined ? 'n/a' : `${fixed(row.p99 / row.p50, 1)}×`;
+    if (row === undefined) return 'n/a';
+    const wire = row.wire ? ` (on the wire ${fixed(row.wire.p99 / row.wire.p50, 1)}×)` : '';
+    return `${fixed(row.p99 / row.p50, 1)}×${wire}`;
   };
   if (find(report.oneCall, ROW.sharingFloor) !== undefined) {
     lines.push(

@@ -48,6 +48,8 @@ export interface Row {
   readonly upstreamPerRequest: number;
   /** All rounds' errors together. */
   readonly errors: number;
+  /** With BENCH_WIRE, the medians of p50 and p99 on the wire (bench/lib/wire.ts). */
+  readonly wire?: { readonly p50: number; readonly p99: number };
 }
 
 /** True when `target` answers the one-call request with 20 pets. */
@@ -95,14 +97,16 @@ export async function runWorkload(workload: Workload, store: Served, settings: S
         throw new Error(`${target.name}: the store refused ${after.notOk - before.notOk} requests`);
       }
       runs[index]?.push({ ...m, upstream: after.requests - before.requests });
+      const wire = m.wire ? `, on the wire p50 ${m.wire.p50Ms.toFixed(2)} ms, p99 ${m.wire.p99Ms.toFixed(2)} ms` : '';
       settings.progress(
-        `${workload.name}: round ${round}: ${target.name}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50Ms.toFixed(2)} ms, p99 ${m.p99Ms.toFixed(2)} ms, CPU ${percent(m.cpuS / m.wallS)}, errors ${m.errors}`,
+        `${workload.name}: round ${round}: ${target.name}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50Ms.toFixed(2)} ms, p99 ${m.p99Ms.toFixed(2)} ms${wire}, CPU ${percent(m.cpuS / m.wallS)}, errors ${m.errors}`,
       );
       if (!(await answersOneCall(target)).ok) throw new Error(`${target.name} stopped answering correctly`);
     }
   }
   return workload.targets.map((target, index) => {
     const measured = runs[index] as (Measurement & { upstream: number })[];
+    const wires = measured.flatMap((m) => (m.wire ? [m.wire] : []));
     return {
       target,
       rps: median(measured.map((m) => m.rps)),
@@ -112,6 +116,10 @@ export async function runWorkload(workload: Workload, store: Served, settings: S
       cpuMsPerRequest: median(measured.map((m) => (m.cpuS * 1000) / m.requests)),
       upstreamPerRequest: median(measured.map((m) => m.upstream / m.requests)),
       errors: measured.reduce((sum, m) => sum + m.errors, 0),
+      wire:
+        wires.length > 0
+          ? { p50: median(wires.map((w) => w.p50Ms)), p99: median(wires.map((w) => w.p99Ms)) }
+          : undefined,
     };
   });
 }
