@@ -11,6 +11,7 @@
  * pair a request with the wrong answer.
  */
 
+import { once } from 'node:events';
 import { readFileSync, rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isRunning, LOAD_CORE, pinned, stop } from './processes.js';
@@ -45,8 +46,10 @@ export async function startCapture(port: number, file: string): Promise<Capture>
   }
   return {
     async stop() {
-      // On SIGTERM tcpdump closes its file and prints its counts.
+      // On SIGTERM tcpdump closes its file and prints its counts, which may still be on their way
+      // through the pipe once it has exited.
       await stop(child);
+      if (child.stderr && !child.stderr.closed) await once(child.stderr, 'close');
       const dropped = Number(/(\d+) packets? dropped by kernel/.exec(log)?.[1] ?? Number.NaN);
       if (dropped !== 0)
         throw new Error(
