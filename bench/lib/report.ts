@@ -111,15 +111,14 @@ export function formatReport(report: Report): string {
       [
         'target',
         ...COLUMNS,
-        ...(wired ? ['p50 ms on the wire', 'p99 ms on the wire'] : []),
+        ...wireColumns(wired),
         'RSS idle MB',
         `peak RSS at ${connections} connections MB`,
         'errors',
       ],
       report.oneCall.map((row) => {
         const { idle, peak } = memory.get(row.target) ?? { idle: 0, peak: 0 };
-        const wire = wired ? [fixed(row.wire?.p50 ?? Number.NaN, 2), fixed(row.wire?.p99 ?? Number.NaN, 2)] : [];
-        return [...cells(row), ...wire, fixed(idle, 0), fixed(peak, 0), String(row.errors)];
+        return [...cells(row), ...wireCells(row, wired), fixed(idle, 0), fixed(peak, 0), String(row.errors)];
       }),
     ),
   ];
@@ -129,8 +128,8 @@ export function formatReport(report: Report): string {
       `**Distinct mix**: ${integer(report.mix.pages)} different pages in turn (sizes 1–100, no filter or one of three statuses, first pages and cursors; ${fixed(report.mix.meanSize, 1)} pets per page on average), so no two requests in flight are alike; GraphQL targets get one document per shape of page, with variables, as a client would send it:`,
       '',
       table(
-        ['target', ...COLUMNS, 'errors'],
-        report.mix.rows.map((row) => [...cells(row), String(row.errors)]),
+        ['target', ...COLUMNS, ...wireColumns(wired), 'errors'],
+        report.mix.rows.map((row) => [...cells(row), ...wireCells(row, wired), String(row.errors)]),
       ),
     );
   }
@@ -139,6 +138,11 @@ export function formatReport(report: Report): string {
   if (report.notes.length > 0) out.push('', ...report.notes.map((note) => `- ${note}`));
   return out.join('\n');
 }
+
+/** With BENCH_WIRE, p50 and p99 as the server's packets show them (bench/lib/wire.ts). */
+const wireColumns = (wired: boolean): string[] => (wired ? ['p50 ms on the wire', 'p99 ms on the wire'] : []);
+const wireCells = (row: Row, wired: boolean): string[] =>
+  wired ? [fixed(row.wire?.p50 ?? Number.NaN, 2), fixed(row.wire?.p99 ?? Number.NaN, 2)] : [];
 
 function cells(row: Row): string[] {
   return [
