@@ -20,7 +20,7 @@ const { buildASTSchema, lexicographicSortSchema, parse } = createRequire(import.
 ) as typeof import('graphql');
 
 const SCHEMA = new URL('schema/petstore.graphql', import.meta.url);
-export const OUTPUT = 'src/gateway/__generated__/resolvers-types.ts';
+export const OUTPUT = 'src/gateway/graphql/__generated__/resolvers-types.ts';
 
 const config = {
   federation: true,

@@ -40,12 +40,12 @@ function oneGraphqlAndJestSuite(): Plugin {
  * and one worker ran many-keys alone for its last 80 s. Longest first keeps every worker busy to the end.
  */
 const SLOW_FIRST = [
-  'test/integration/production-install.test.ts',
-  'test/integration/many-keys.test.ts',
-  'test/integration/federation-hive.test.ts',
-  'test/integration/budget-integrity.test.ts',
-  'test/integration/rate-limits-redis.test.ts',
-  'test/integration/rate-limits.test.ts',
+  'test/system/production-install.test.ts',
+  'test/system/many-keys.test.ts',
+  'test/system/federation-hive.test.ts',
+  'test/integration/gateway/budget-integrity.test.ts',
+  'test/integration/gateway/rate-limits-redis.test.ts',
+  'test/integration/gateway/rate-limits.test.ts',
 ];
 
 class SlowFirst extends BaseSequencer {

@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { Tracer } from '@opentelemetry/api';
 import { ConfigError, type LandingPage, parseConfig, type TracingConfig } from './config.js';
-import { createLogger, type Logger } from './gateway/logger.js';
+import { createLogger, type Logger } from './gateway/observability/logger.js';
 import { createGateway, type GatewayHandle } from './gateway/server.js';
 import { heapGrowingFlag } from './heap.js';
 import { demoCatalogue } from './petstore/seed.js';

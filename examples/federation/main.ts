@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, parseConfig } from '../../src/config.js';
-import { createLogger } from '../../src/gateway/logger.js';
+import { createLogger } from '../../src/gateway/observability/logger.js';
 import { createGateway } from '../../src/gateway/server.js';
 import { demoCatalogue } from '../../src/petstore/seed.js';
 import { DEMO_KEY, startPetstore } from '../../src/petstore/start.js';

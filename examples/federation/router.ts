@@ -10,7 +10,7 @@
 import { ApolloGateway, IntrospectAndCompose, RemoteGraphQLDataSource } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
-import type { Logger } from '../../src/gateway/logger.js';
+import type { Logger } from '../../src/gateway/observability/logger.js';
 import type { SubgraphHandle } from './adoptions.js';
 
 export interface RouterOptions {

@@ -13,35 +13,35 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { Tracer } from '@opentelemetry/api';
 import { parse } from 'graphql';
 import { type Config, ConfigError, PLAN_LIMITS } from '../config.js';
-import { createContext, type GatewayContext, requestKeyId } from './context.js';
-import { createCors } from './cors.js';
-import { createDrain } from './drain.js';
-import { shareEmptyArguments } from './field-arguments.js';
-import { formatError } from './format-error.js';
-import { answerWhileStarting, createHttpHandler } from './http.js';
-import { createCursorCodec } from './ids.js';
-import { createLandingPage } from './landing-page.js';
-import type { LookupStats } from './loaders/lookup-plan.js';
-import { createPetMemory } from './loaders/pet-memory.js';
-import { createLogger, type Logger } from './logger.js';
-import { createMetrics, recordLimiterEvent, upstreamObserver } from './metrics.js';
-import { armorProtection, maxUpstreamRequests, upstreamEstimate } from './operation-limits.js';
-import { budgetExtensions } from './plugins/budget-extensions.js';
-import { operationMetrics } from './plugins/operation-metrics.js';
-import { requestHooksPlugin } from './plugins/request-hooks.js';
-import { requestShape } from './plugins/request-shape.js';
-import { tracingPlugin } from './plugins/tracing.js';
-import { resolvers } from './resolvers/index.js';
-import { memoryAnswers } from './rest/answers.js';
-import { type BudgetStore, MemoryBudgetStore } from './rest/budget.js';
-import type { CancelSignal } from './rest/cancel.js';
-import { createRestClient } from './rest/client.js';
-import { type BudgetView, createLimiter } from './rest/limiter.js';
-import { rejectedKeys } from './rest/rejected-keys.js';
-import { createResponseSharing } from './rest/sharing.js';
-import { createSlots } from './rest/slots.js';
-import { createSharedExecutions } from './shared-executions.js';
-import type { OperationTrace } from './tracing.js';
+import { createCors } from './edge/cors.js';
+import { createDrain } from './edge/drain.js';
+import { answerWhileStarting, createHttpHandler } from './edge/http.js';
+import { createSharedExecutions } from './edge/shared-executions.js';
+import { createContext, type GatewayContext, requestKeyId } from './graphql/context.js';
+import { shareEmptyArguments } from './graphql/field-arguments.js';
+import { formatError } from './graphql/format-error.js';
+import { createCursorCodec } from './graphql/ids.js';
+import type { LookupStats } from './graphql/loaders/lookup-plan.js';
+import { createPetMemory } from './graphql/loaders/pet-memory.js';
+import { budgetExtensions } from './graphql/plugins/budget-extensions.js';
+import { armorProtection, maxUpstreamRequests, upstreamEstimate } from './graphql/plugins/estimate.js';
+import { createLandingPage } from './graphql/plugins/landing-page.js';
+import { operationMetrics } from './graphql/plugins/operation-metrics.js';
+import { requestHooksPlugin } from './graphql/plugins/request-hooks.js';
+import { requestShape } from './graphql/plugins/request-shape.js';
+import { tracingPlugin } from './graphql/plugins/tracing.js';
+import { resolvers } from './graphql/resolvers/index.js';
+import { createLogger, type Logger } from './observability/logger.js';
+import { createMetrics, recordLimiterEvent, upstreamObserver } from './observability/metrics.js';
+import type { OperationTrace } from './observability/tracing.js';
+import type { CancelSignal } from './shared/cancel.js';
+import { createRestClient } from './upstream/client.js';
+import { type BudgetStore, MemoryBudgetStore } from './upstream/limits/budget.js';
+import { type BudgetView, createLimiter } from './upstream/limits/limiter.js';
+import { createSlots } from './upstream/limits/slots.js';
+import { memoryAnswers } from './upstream/sharing/answers.js';
+import { createResponseSharing } from './upstream/sharing/sharing.js';
+import { rejectedKeys } from './upstream/stages/rejected-keys.js';
 
 /** How long shutdown waits for requests in flight before it closes their connections. */
 const DRAIN_GRACE_MS = 10_000;
@@ -112,7 +112,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
   let agreedSecret: string | undefined;
   if (config.redisUrl) {
-    const { RedisBudgetStore } = await import('./rest/budget-redis.js');
+    const { RedisBudgetStore } = await import('./upstream/limits/budget-redis.js');
     const shared = new RedisBudgetStore({
       url: config.redisUrl,
       logger,
@@ -159,7 +159,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   metrics.watchLimiter(limiter);
   metrics.watchAcceptQueue((httpServer.address() as AddressInfo).port);
   // Loaded only when a tracer is given: a gateway that does not trace never loads the propagator (@opentelemetry/core).
-  const tracing = options.tracer ? (await import('./tracing.js')).createTracing(options.tracer) : undefined;
+  const tracing = options.tracer
+    ? (await import('./observability/tracing.js')).createTracing(options.tracer)
+    : undefined;
   const keepsAnswers = config.cacheTtlMs > 0 || config.staleTtlMs > 0;
   const executions = config.coalesce
     ? createSharedExecutions({
@@ -176,7 +178,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
           // With Redis, answers (cached and stale) serve every replica; without it, this one.
           answers:
             keepsAnswers && config.redisUrl
-              ? (await import('./rest/answers-redis.js')).redisAnswers({
+              ? (await import('./upstream/sharing/answers-redis.js')).redisAnswers({
                   url: config.redisUrl,
                   ...(options.redisPrefix ? { prefix: options.redisPrefix } : {}),
                   fallback: memoryAnswers(10_000),

@@ -1,0 +1,171 @@
+/**
+ * Prometheus metrics (`/metrics`), one registry per gateway so several can run in one process.
+ * No label ever holds an API key or its digest: what concerns keys is given as aggregates.
+ */
+
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Limiter, LimiterEvent, LimiterStats } from '../upstream/limits/limiter.js';
+import type { UpstreamObserver } from '../upstream/stages/attempt.js';
+import { acceptQueueReader } from './accept-queue.js';
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export function createMetrics() {
+  const registry = new Registry();
+  // The process's own health (CPU, RSS, heap and its spaces, event-loop lag, GC pauses, handles),
+  // under prom-client's standard names (process_*, nodejs_*), so stock dashboards and alerts apply.
+  collectDefaultMetrics({ register: registry });
+  // The limiter is made after the metrics (it reports to them); its aggregates are read at scrape time.
+  let limiter: Pick<Limiter, 'stats'> | undefined;
+  const fromLimiter = (name: string, help: string, value: (stats: LimiterStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        if (limiter !== undefined) this.set(value(limiter.stats()));
+      },
+    });
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Counter<L>({ name, help, labelNames, registers: [registry] });
+  return {
+    registry,
+    operations: counter(
+      'graphql_operations_total',
+      'GraphQL operations executed, by name and outcome (ok or the first error code)',
+      ['operation', 'outcome'],
+    ),
+    sharedOperations: counter(
+      'graphql_shared_operations_total',
+      'GraphQL queries answered by an identical one of the same key already executing (not in graphql_operations_total)',
+    ),
+    upstreamRequests: counter('petstore_upstream_requests_total', 'Upstream requests by route and HTTP status', [
+      'route',
+      'status',
+    ]),
+    upstreamDuration: new Histogram<'route'>({
+      name: 'petstore_upstream_request_duration_seconds',
+      help: 'Upstream request latency by route',
+      labelNames: ['route'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    upstream429: counter('petstore_upstream_429_total', '429 answers received from the upstream'),
+    bansAvoided: counter(
+      'petstore_bans_avoided_total',
+      'Requests held back while a key was paused after a 429, instead of being sent into a possible ban',
+    ),
+    throttled: counter('petstore_limiter_throttled_total', 'Requests that waited for rate-limit budget'),
+    sentDuringPause: counter(
+      'petstore_sends_during_pause_total',
+      'Requests sent for a key while a 429 pause was in force for it (must stay 0)',
+    ),
+    clamped: counter(
+      'petstore_upstream_clamped_total',
+      'Retry-After or X-RateLimit-Reset values beyond PETSTORE_MAX_RETRY_AFTER, clamped (first per key and header)',
+      ['header'],
+    ),
+    rejected: counter('petstore_limiter_rejected_total', 'Requests refused with RATE_LIMITED, by reason', ['reason']),
+    queueDepth: fromLimiter('petstore_limiter_queue_depth', 'Requests waiting for rate-limit budget', (s) => s.waiting),
+    // Aggregates over keys, read from the limiter at scrape time: no series per key, so /metrics
+    // stays the same size whatever the number of keys, and shows nothing that identifies one.
+    keysTracked: fromLimiter(
+      'petstore_budget_keys',
+      'API keys whose upstream budget the gateway tracks',
+      (s) => s.keys,
+    ),
+    keysPaused: fromLimiter(
+      'petstore_budget_keys_paused',
+      'API keys paused after a 429 from the upstream',
+      (s) => s.paused,
+    ),
+    lowestRemaining: fromLimiter(
+      'petstore_budget_lowest_remaining',
+      "The fewest requests left in any tracked key's tightest upstream window (-1: none known)",
+      (s) => s.lowestRemaining ?? -1,
+    ),
+    watchLimiter(source: Pick<Limiter, 'stats'>): void {
+      limiter = source;
+    },
+    /** Reports the accept queue of the port the gateway listens on; not at all where there is no /proc/net/tcp. */
+    watchAcceptQueue(port: number): void {
+      const reader = acceptQueueReader();
+      if (reader === undefined) return;
+      new Gauge({
+        name: 'petstore_http_accept_queue',
+        help: 'Client connections the kernel holds on the listening port, not yet accepted by the gateway (Linux)',
+        registers: [registry],
+        collect() {
+          this.set(reader(port));
+        },
+      });
+    },
+    loaderBatchSize: new Histogram({
+      name: 'petstore_pet_loader_batch_size',
+      help: 'Ids per pet lookup batch',
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+      registers: [registry],
+    }),
+    deprecatedCalls: counter(
+      'petstore_deprecated_calls_total',
+      'Upstream answers marked deprecated (Deprecation/Sunset)',
+      ['endpoint'],
+    ),
+    coalesced: counter(
+      'petstore_coalesced_requests_total',
+      'Upstream GETs served by an identical one already in flight',
+    ),
+    cacheHits: counter('petstore_cache_hits_total', 'Upstream GETs served from the per-key response cache'),
+    staleServed: counter(
+      'petstore_stale_answers_total',
+      'Upstream GETs answered from an earlier answer (PETSTORE_STALE_TTL) because the upstream could not be asked',
+    ),
+    connectionsDropped: counter(
+      'petstore_http_connections_dropped_total',
+      'Client connections closed at once because MAX_CONNECTIONS were open',
+    ),
+    refusedFromMemory: counter(
+      'petstore_rejected_key_repeats_total',
+      'Requests with a key the upstream refused (401) moments ago, answered without asking it again',
+    ),
+  };
+}
+
+export function recordLimiterEvent(metrics: Metrics, event: LimiterEvent): void {
+  switch (event.type) {
+    case 'throttled':
+      metrics.throttled.inc();
+      return;
+    case 'heldBack':
+      metrics.bansAvoided.inc();
+      return;
+    case 'rejected':
+      metrics.rejected.inc({ reason: event.reason });
+      return;
+    case 'upstream429':
+      metrics.upstream429.inc();
+      return;
+    case 'sentDuringPause':
+      metrics.sentDuringPause.inc();
+      return;
+    case 'clamped':
+      metrics.clamped.inc({ header: event.header });
+      return;
+  }
+}
+
+export function upstreamObserver(metrics: Metrics): UpstreamObserver {
+  return {
+    response(route, status, seconds) {
+      metrics.upstreamRequests.inc({ route, status: String(status) });
+      metrics.upstreamDuration.observe({ route }, seconds);
+    },
+    failure(route, seconds) {
+      metrics.upstreamRequests.inc({ route, status: 'error' });
+      metrics.upstreamDuration.observe({ route }, seconds);
+    },
+    deprecated(endpoint) {
+      metrics.deprecatedCalls.inc({ endpoint });
+    },
+  };
+}

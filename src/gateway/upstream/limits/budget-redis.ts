@@ -1,0 +1,347 @@
+/**
+ * The budget shared by gateway replicas through Redis: the same algorithm as MemoryBudgetStore,
+ * as Lua scripts, so one reservation is one atomic round trip. A flushed or restarted Redis loses
+ * the state: the next reservation finds no gate and sends one probe, so recovery needs nothing
+ * from us. While Redis is unreachable, each replica plans on a local store at 1/N of the plan,
+ * N being the replicas it last saw, and it rejoins as soon as Redis answers again.
+ */
+
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { RateWindow } from '../../../config.js';
+import type { Logger } from '../../observability/logger.js';
+import {
+  type BudgetStore,
+  MemoryBudgetStore,
+  type Observation,
+  ONE_AT_A_TIME_BELOW,
+  PROBE_MS,
+  type Quota,
+  type Reservation,
+} from './budget.js';
+
+// KEYS: state hash, in-flight zset, then one log per window. ARGV: now, deadline, probe ms,
+// in-flight ttl ms, one-at-a-time threshold, then count and window ms per window.
+const RESERVE = `
+local now, deadline, probe, flight = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local low = tonumber(ARGV[5])
+local st = redis.call('HMGET', KEYS[1], 'pause', 'seq', 'gbase', 'grem', 'greset', 'gfrom')
+local at = math.max(now, tonumber(st[1] or '0'))
+local seq = tonumber(st[2] or '0')
+local ttl = probe
+for i = 3, #KEYS do
+  local count, w = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  ttl = math.max(ttl, w)
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - w)
+  local len = redis.call('ZCARD', KEYS[i])
+  if len >= count then
+    local e = redis.call('ZRANGE', KEYS[i], len - count, len - count, 'WITHSCORES')
+    at = math.max(at, tonumber(e[2]) + w)
+  end
+  if len > 0 then
+    local last = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+    at = math.max(at, tonumber(last[2]))
+  end
+end
+-- With throttling off (no windows) only a 429's pause applies.
+if #KEYS > 2 then
+  local gbase, grem, greset = tonumber(st[3] or ''), tonumber(st[4] or ''), tonumber(st[5] or '0')
+  local gfrom = tonumber(st[6] or '-1')
+  -- Unknown upstream state (cold start, flushed, after a pause, past the last Reset): one probe first.
+  if gbase == nil or greset <= at then
+    gbase, grem, greset, gfrom = seq, 1, at + probe, -1
+    if at <= deadline then
+      redis.call('HSET', KEYS[1], 'gbase', gbase, 'gfrom', -1, 'grem', 1, 'greset', greset, 'glimit', 0)
+    end
+  end
+  local left = grem - (seq - gbase)
+  if left <= 0 then return {0, greset, gfrom == -1 and 1 or 0} end
+  -- The last few of a window go one at a time (see ONE_AT_A_TIME_BELOW).
+  if left <= low then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+    if redis.call('ZCARD', KEYS[2]) > 0 then return {0, now + probe, 1} end
+  end
+end
+if at > deadline then return {0, at, 0} end
+seq = seq + 1
+redis.call('HSET', KEYS[1], 'seq', seq)
+redis.call('PEXPIRE', KEYS[1], ttl + at - now)
+redis.call('ZADD', KEYS[2], at + flight, seq)
+redis.call('PEXPIRE', KEYS[2], at - now + flight)
+for i = 3, #KEYS do
+  redis.call('ZADD', KEYS[i], at, seq)
+  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]) + at - now)
+end
+-- The first (smallest) window: how many sends it holds, and when its oldest leaves it.
+if #KEYS > 2 then
+  local oldest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  return {1, at, seq, redis.call('ZCARD', KEYS[3]), tonumber(oldest[2]) + tonumber(ARGV[7])}
+end
+return {1, at, seq, 0, at}
+`;
+
+// KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no usable headers), now.
+const OBSERVE = `
+local seq, limit, remaining, reset, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+redis.call('ZREM', KEYS[2], seq)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local inflight = redis.call('ZCARD', KEYS[2])
+local st = redis.call('HMGET', KEYS[1], 'seq', 'gbase', 'gfrom', 'greset', 'grem', 'glimit', 'pseq')
+local cur = tonumber(st[1] or '0')
+local gbase, gfrom, greset = tonumber(st[2] or ''), tonumber(st[3] or '-1'), tonumber(st[4] or '0')
+-- Answers to requests planned before the last 429 (or before a flush) describe a past since overtaken.
+local fresh = seq > tonumber(st[7] or '-1') and seq <= cur
+if reset == 0 then
+  -- No usable headers: what was known stands; a probe's gate gives way to the next probe.
+  if gbase ~= nil and gfrom == -1 and seq == gbase + 1 then
+    redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
+    return {0, 0, 0}
+  end
+  if gbase == nil then return {0, 0, 0} end
+  remaining, limit = tonumber(st[5]), tonumber(st[6])
+elseif fresh and (gbase == nil or seq > gfrom or greset <= now) then
+  remaining = math.max(0, remaining - inflight)
+  redis.call('HSET', KEYS[1], 'gbase', cur, 'gfrom', seq, 'grem', remaining, 'greset', reset, 'glimit', limit)
+  gbase, greset = cur, reset
+elseif gbase == nil then
+  return {0, 0, 0}
+else
+  remaining, limit = tonumber(st[5]), tonumber(st[6])
+end
+if limit == 0 then return {0, 0, 0} end
+if greset <= now then return {limit, limit, greset} end
+return {limit, math.max(0, remaining - (cur - gbase)), greset}
+`;
+
+// KEYS: state hash, in-flight zset. ARGV: seq.
+const RELEASE = `
+local seq = tonumber(ARGV[1])
+redis.call('ZREM', KEYS[2], seq)
+local st = redis.call('HMGET', KEYS[1], 'gbase', 'gfrom')
+-- A probe that got no answer lets the next request probe at once.
+if tonumber(st[2] or '0') == -1 and tonumber(st[1] or '-2') + 1 == seq then
+  redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
+end
+return 1
+`;
+
+// KEYS: state hash. ARGV: until, now, seq of the request the 429 answered.
+const PAUSE = `
+local p = tonumber(redis.call('HGET', KEYS[1], 'pause') or '0')
+if tonumber(ARGV[1]) > p then redis.call('HSET', KEYS[1], 'pause', ARGV[1]) end
+redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[1]) - tonumber(ARGV[2]) + 60000))
+-- A 429 to a request planned before the pause in force only lengthens it.
+if tonumber(ARGV[3]) <= tonumber(redis.call('HGET', KEYS[1], 'pseq') or '-1') then return 0 end
+redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
+redis.call('HSET', KEYS[1], 'pseq', tonumber(redis.call('HGET', KEYS[1], 'seq') or '0'))
+return 1
+`;
+
+interface BudgetCommands {
+  petstoreReserve(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  petstoreObserve(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  petstorePause(numKeys: number, ...args: (string | number)[]): Promise<number>;
+  petstoreRelease(numKeys: number, ...args: (string | number)[]): Promise<number>;
+}
+
+export interface RedisBudgetOptions {
+  readonly url: string;
+  readonly logger: Logger;
+  /** Key prefix, so several gateways (or tests) can share one Redis. */
+  readonly prefix?: string;
+  /** How often a replica announces itself, and how fresh an announcement must be to count. */
+  readonly heartbeatMs?: number;
+  /**
+   * How long a reservation counts as in flight when its replica never reports back (it crashed):
+   * longer than any request can take, so a live one is never forgotten early.
+   */
+  readonly inflightMs?: number;
+}
+
+export class RedisBudgetStore implements BudgetStore {
+  readonly #redis: Redis & BudgetCommands;
+  readonly #logger: Logger;
+  readonly #prefix: string;
+  readonly #replicaId = randomUUID();
+  readonly #heartbeat: NodeJS.Timeout;
+  readonly #heartbeatMs: number;
+  readonly #inflightMs: number;
+  #replicas = 1;
+  #fallback: MemoryBudgetStore | undefined;
+
+  constructor(options: RedisBudgetOptions) {
+    this.#logger = options.logger;
+    this.#prefix = options.prefix ?? 'petstore-gateway';
+    this.#heartbeatMs = options.heartbeatMs ?? 1_000;
+    this.#inflightMs = options.inflightMs ?? 60_000;
+    // Fail fast while disconnected (no offline queue) so requests fall back at once; reconnect forever.
+    this.#redis = new Redis(options.url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 1_000,
+      commandTimeout: 1_000,
+      retryStrategy: (attempt) => Math.min(100 * attempt, 1_000),
+    }) as Redis & BudgetCommands;
+    this.#redis.defineCommand('petstoreReserve', { lua: RESERVE });
+    this.#redis.defineCommand('petstoreObserve', { lua: OBSERVE });
+    this.#redis.defineCommand('petstorePause', { lua: PAUSE });
+    this.#redis.defineCommand('petstoreRelease', { lua: RELEASE });
+    this.#redis.on('error', () => {}); // reported once per outage by #degrade
+    this.#redis.on('ready', () => {
+      if (this.#fallback === undefined) return;
+      this.#fallback = undefined;
+      this.#logger.info('Redis is back: rate-limit budget shared across replicas again');
+    });
+    this.#heartbeat = setInterval(() => void this.#beat(), this.#heartbeatMs);
+    this.#heartbeat.unref();
+  }
+
+  reserve(keyId: string, windows: readonly RateWindow[], now: number, deadline: number): Promise<Reservation> {
+    return this.#run(
+      async () => {
+        const keys = [
+          this.#key(keyId, 'state'),
+          this.#key(keyId, 'inflight'),
+          ...windows.map((w) => this.#key(keyId, `w${w.windowMs}`)),
+        ];
+        const counts = windows.flatMap((w) => [w.count, w.windowMs]);
+        const args = [now, Math.round(deadline), PROBE_MS, this.#inflightMs, ONE_AT_A_TIME_BELOW, ...counts];
+        const [ok, at, third, used, freeAt] = await this.#redis.petstoreReserve(keys.length, ...keys, ...args);
+        if (ok === 1) {
+          return { ok: true, at: at as number, seq: third as number, used: used as number, freeAt: freeAt as number };
+        }
+        return third === 1 ? { ok: false, retryAt: at as number, probing: true } : { ok: false, retryAt: at as number };
+      },
+      (fallback) => fallback.reserve(keyId, windows, now, deadline),
+    );
+  }
+
+  observe(keyId: string, o: Observation, now: number): Promise<Quota> {
+    return this.#run(
+      async () => {
+        const args = [o.seq, o.limit, o.remaining, Math.round(o.resetAt), now];
+        const keys = [this.#key(keyId, 'state'), this.#key(keyId, 'inflight')];
+        const [limit, remaining, resetAt] = await this.#redis.petstoreObserve(2, ...keys, ...args);
+        return { limit: limit as number, remaining: remaining as number, resetAt: resetAt as number };
+      },
+      (fallback) => fallback.observe(keyId, o, now),
+    );
+  }
+
+  release(keyId: string, seq: number): Promise<void> {
+    return this.#run(
+      async () => {
+        await this.#redis.petstoreRelease(2, this.#key(keyId, 'state'), this.#key(keyId, 'inflight'), seq);
+      },
+      (fallback) => fallback.release(keyId, seq),
+    );
+  }
+
+  pause(keyId: string, until: number, seq: number): Promise<void> {
+    return this.#run(
+      async () => {
+        await this.#redis.petstorePause(1, this.#key(keyId, 'state'), Math.round(until), Date.now(), seq);
+      },
+      (fallback) => fallback.pause(keyId, until, seq),
+    );
+  }
+
+  pausedUntil(keyId: string): Promise<number> {
+    return this.#run(
+      async () => Number((await this.#redis.hget(this.#key(keyId, 'state'), 'pause')) ?? 0),
+      (fallback) => fallback.pausedUntil(keyId),
+    );
+  }
+
+  /**
+   * A secret every replica agrees on (the first to ask makes it), or undefined while Redis is
+   * unreachable: the caller then makes one of its own.
+   */
+  async sharedSecret(name: string): Promise<string | undefined> {
+    if (this.#redis.status !== 'ready') return undefined;
+    const key = `${this.#prefix}:${name}`;
+    try {
+      await this.#redis.set(key, randomBytes(32).toString('hex'), 'NX');
+      return (await this.#redis.get(key)) ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Resolves once Redis answers (or after `timeoutMs`, degraded): a replica that planned alone
+   * while its first connection was still being made could spend the whole budget on its own.
+   */
+  ready(timeoutMs = 3_000): Promise<void> {
+    if (this.#redis.status === 'ready') return this.#beat();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#redis.off('ready', onReady);
+        resolve();
+      };
+      const onReady = () => void this.#beat().then(done);
+      const timer = setTimeout(done, timeoutMs);
+      this.#redis.once('ready', onReady);
+    });
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#heartbeat);
+    this.#redis.disconnect();
+  }
+
+  /** The replicas seen recently: the share each one may use on its own while Redis is away. */
+  get replicas(): number {
+    return this.#replicas;
+  }
+
+  get degraded(): boolean {
+    return this.#fallback !== undefined;
+  }
+
+  async #run<T>(shared: () => Promise<T>, local: (fallback: MemoryBudgetStore) => Promise<T>): Promise<T> {
+    if (this.#fallback === undefined && this.#redis.status === 'ready') {
+      try {
+        return await shared();
+      } catch (error) {
+        this.#degrade(error);
+      }
+    } else if (this.#fallback === undefined) {
+      this.#degrade(new Error(`connection ${this.#redis.status}`));
+    }
+    return local(this.#fallback as MemoryBudgetStore);
+  }
+
+  #degrade(error: unknown): void {
+    if (this.#fallback !== undefined) return;
+    this.#fallback = new MemoryBudgetStore({ share: 1 / this.#replicas });
+    this.#logger.warn(
+      { reason: (error as Error).message, share: `1/${this.#replicas}` },
+      'Redis unreachable: planning on a local rate-limit budget until it returns',
+    );
+  }
+
+  async #beat(): Promise<void> {
+    if (this.#redis.status !== 'ready') return;
+    const key = `${this.#prefix}:replicas`;
+    const now = Date.now();
+    try {
+      const [, , [, count]] = (await this.#redis
+        .multi()
+        .zadd(key, now, this.#replicaId)
+        .zremrangebyscore(key, '-inf', now - 5 * this.#heartbeatMs)
+        .zcard(key)
+        .pexpire(key, 10 * this.#heartbeatMs)
+        .exec()) as [unknown, unknown, [unknown, number]];
+      this.#replicas = Math.max(1, count);
+    } catch {
+      // The next reservation notices and falls back; the heartbeat only sizes the share.
+    }
+  }
+
+  #key(keyId: string, part: string): string {
+    // One hash tag per API key keeps its keys in one Redis Cluster slot, as a script needs.
+    return `${this.#prefix}:{${keyId}}:${part}`;
+  }
+}
