@@ -41,6 +41,14 @@ export interface Config {
   readonly keyIdleMs: number;
   /** Keys whose state is held at most (budget, quotas, refusals). */
   readonly maxKeys: number;
+  /** Connections kept to the upstream; past them, requests of all keys take turns. */
+  readonly upstreamConnections: number;
+  /** Of those, what one API key may hold at once, so slow answers for one key never hold another's. */
+  readonly upstreamConnectionsPerKey: number;
+  /** Requests one client may have waiting for one API key; past it, RATE_LIMITED at once. */
+  readonly maxQueuedPerClient: number;
+  /** How long shutdown waits for requests in flight before it closes their connections. */
+  readonly drainGraceMs: number;
   /** Secret cursors are sealed with; undefined: shared through Redis with REDIS_URL, else random per process. */
   readonly cursorSecret: string | undefined;
   readonly redisUrl: string | undefined;
@@ -145,6 +153,9 @@ export function parseConfig(env: Env): Config {
     cursorSecret: parseSecret(env, 'CURSOR_SECRET'),
     keyIdleMs: duration(env, 'PETSTORE_KEY_IDLE_TTL', '5m', 1_000),
     maxKeys: integer(env, 'PETSTORE_MAX_KEYS', 10_000, 100, 10_000_000),
+    ...parseUpstreamConnections(env),
+    maxQueuedPerClient: integer(env, 'MAX_QUEUED_PER_CLIENT', 1_000, 1, 1_000_000),
+    drainGraceMs: duration(env, 'SHUTDOWN_GRACE', '10s'),
     redisUrl: parseRedisUrl(env),
     production,
     demo: parseBoolean(env, 'PETSTORE_DEMO', false),
@@ -239,6 +250,22 @@ function parseHttpLimits(env: Env): HttpLimits {
     keepAliveTimeoutMs: duration(env, 'KEEP_ALIVE_TIMEOUT', '5s', 100),
     maxConnections: integer(env, 'MAX_CONNECTIONS', 1_000, 1, 1_000_000),
   });
+}
+
+/** The pool to the upstream, and one key's share of it (a quarter unless set). */
+function parseUpstreamConnections(env: Env): Pick<Config, 'upstreamConnections' | 'upstreamConnectionsPerKey'> {
+  const upstreamConnections = integer(env, 'UPSTREAM_CONNECTIONS', 64, 1, 10_000);
+  const perKey = integer(
+    env,
+    'UPSTREAM_CONNECTIONS_PER_KEY',
+    Math.max(1, Math.floor(upstreamConnections / 4)),
+    1,
+    10_000,
+  );
+  if (perKey > upstreamConnections) {
+    throw new ConfigError('UPSTREAM_CONNECTIONS_PER_KEY must not be more than UPSTREAM_CONNECTIONS');
+  }
+  return { upstreamConnections, upstreamConnectionsPerKey: perKey };
 }
 
 function parseCorsOrigins(env: Env): readonly string[] | '*' {

@@ -45,6 +45,10 @@ describe('parseConfig defaults', () => {
       cursorSecret: undefined,
       keyIdleMs: 300_000,
       maxKeys: 10_000,
+      upstreamConnections: 64,
+      upstreamConnectionsPerKey: 16,
+      maxQueuedPerClient: 1_000,
+      drainGraceMs: 10_000,
       redisUrl: undefined,
       production: false,
       demo: false,
@@ -382,6 +386,34 @@ describe('REDIS_URL', () => {
 
   it.each(['localhost:6379', 'http://localhost:6379', 'not a url'])('refuses %j naming REDIS_URL', (value) => {
     expectRefused({ REDIS_URL: value }, 'REDIS_URL');
+  });
+});
+
+describe('UPSTREAM_CONNECTIONS, UPSTREAM_CONNECTIONS_PER_KEY, MAX_QUEUED_PER_CLIENT, SHUTDOWN_GRACE', () => {
+  it('gives one key a quarter of the pool unless told otherwise', () => {
+    expect(parseConfig({ UPSTREAM_CONNECTIONS: '10' })).toMatchObject({
+      upstreamConnections: 10,
+      upstreamConnectionsPerKey: 2,
+    });
+    expect(parseConfig({ UPSTREAM_CONNECTIONS: '2' }).upstreamConnectionsPerKey).toBe(1);
+    expect(parseConfig({ UPSTREAM_CONNECTIONS_PER_KEY: '64' }).upstreamConnectionsPerKey).toBe(64);
+  });
+
+  it('takes a queue bound and a grace period', () => {
+    expect(parseConfig({ MAX_QUEUED_PER_CLIENT: '5', SHUTDOWN_GRACE: '30s' })).toMatchObject({
+      maxQueuedPerClient: 5,
+      drainGraceMs: 30_000,
+    });
+  });
+
+  it.each([
+    [{ UPSTREAM_CONNECTIONS: '0' }, 'UPSTREAM_CONNECTIONS'],
+    [{ UPSTREAM_CONNECTIONS_PER_KEY: '65' }, 'UPSTREAM_CONNECTIONS_PER_KEY'],
+    [{ UPSTREAM_CONNECTIONS_PER_KEY: 'all' }, 'UPSTREAM_CONNECTIONS_PER_KEY'],
+    [{ MAX_QUEUED_PER_CLIENT: '0' }, 'MAX_QUEUED_PER_CLIENT'],
+    [{ SHUTDOWN_GRACE: '10' }, 'SHUTDOWN_GRACE'],
+  ])('refuses %j naming %s', (env, variable) => {
+    expectRefused(env, variable);
   });
 });
 

@@ -13,7 +13,7 @@ import { keyIdOf } from '../shared/key-id.js';
 import type { RestClient } from '../upstream/client.js';
 import type { BudgetView } from '../upstream/limits/limiter.js';
 import { createOperation, type Operation } from '../upstream/operation.js';
-import { missingCredential } from './errors.js';
+import { missingCredential, withClientErrors } from './errors.js';
 import type { CursorCodec, Cursors } from './ids.js';
 import { createPetLookups, type LookupStats, type PetLoader, type PetLoaderOptions } from './loaders/pet-loader.js';
 
@@ -115,7 +115,7 @@ export function createContext(deps: ContextDeps, request: RequestInfo): GatewayC
   });
   const keyId = keyIdOf(key);
   const lookups = createPetLookups({
-    client: deps.client.forOperation(operation),
+    client: withClientErrors(deps.client.forOperation(operation)),
     key,
     keyId,
     operation,

@@ -1,9 +1,13 @@
 /**
- * The gateway's error codes (the README's "Errors" table) and the one table from an upstream answer to a
- * code. Callers branch on `extensions.code`, never on messages.
+ * The gateway's error codes (the README's "Errors" table) and the one table from an upstream failure
+ * (upstream/errors.ts) to a code. Callers branch on `extensions.code`, never on messages.
  */
 
 import { type ASTNode, GraphQLError } from 'graphql';
+import type { RestClient } from '../upstream/client.js';
+import { UpstreamError, type UpstreamErrorBody } from '../upstream/errors.js';
+
+export type { UpstreamErrorBody };
 
 export const ErrorCode = {
   UNAUTHENTICATED: 'UNAUTHENTICATED',
@@ -13,13 +17,6 @@ export const ErrorCode = {
   UPSTREAM_BUDGET_EXCEEDED: 'UPSTREAM_BUDGET_EXCEEDED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
-
-/** The REST Error body, when the upstream sent one. */
-export interface UpstreamErrorBody {
-  readonly code: string;
-  readonly message: string;
-  readonly status: number;
-}
 
 /**
  * A GraphQL error with a stable `extensions.code`; `httpStatus` is set only where the whole response
@@ -110,15 +107,21 @@ export function missingCredential(
   return new GatewayError(ErrorCode.UNAUTHENTICATED, message, {}, 401);
 }
 
-/**
- * Maps an upstream answer that is not a success to the error the client sees. `retryAfterSeconds`
- * matters only for a 429 that persisted after the limiter's retries.
- */
-export function fromUpstreamStatus(
-  status: number,
-  body: UpstreamErrorBody | undefined,
-  retryAfterSeconds = 1,
-): GatewayError {
+/** The one table from an upstream failure to the error the client sees. */
+export function fromUpstream(error: UpstreamError): GatewayError {
+  switch (error.code) {
+    case 'RATE_LIMITED':
+      return rateLimited(error.retryAfterSeconds ?? 1, error.message);
+    case 'BUDGET_EXCEEDED':
+      return budgetExceeded(error.maxRequests ?? 0, { spent: error.spent ?? 0 });
+    case 'UNAVAILABLE':
+      return upstreamUnavailable(error.message);
+    case 'REFUSED':
+      return fromRefusal(error.status ?? 400, error.body);
+  }
+}
+
+function fromRefusal(status: number, body: UpstreamErrorBody | undefined): GatewayError {
   if (status === 400 || status === 422) {
     return badUserInput(body?.message ? `the Pet Store rejected the input: ${body.message}` : 'invalid input', body);
   }
@@ -126,6 +129,25 @@ export function fromUpstreamStatus(
     const extensions = body ? { upstream: body } : {};
     return new GatewayError(ErrorCode.UNAUTHENTICATED, 'the Pet Store did not accept the API key', extensions);
   }
-  if (status === 429) return rateLimited(retryAfterSeconds);
   return upstreamUnavailable(`the Pet Store answered HTTP ${status}`);
+}
+
+/** `error` as the client sees it: an upstream failure mapped to its code, anything else as it is. */
+export function toClientError(error: unknown): unknown {
+  return error instanceof UpstreamError ? fromUpstream(error) : error;
+}
+
+function rethrow(error: unknown): never {
+  throw toClientError(error);
+}
+
+/** `client` with every failure mapped to the gateway's codes: the REST client the resolvers and loaders use. */
+export function withClientErrors(client: RestClient): RestClient {
+  return {
+    ...client,
+    listPets: (key, page) => client.listPets(key, page).catch(rethrow),
+    createPet: (key, pet) => client.createPet(key, pet).catch(rethrow),
+    getPet: (key, id) => client.getPet(key, id).catch(rethrow),
+    forOperation: (operation) => withClientErrors(client.forOperation(operation)),
+  };
 }

@@ -1,39 +1,13 @@
 /**
- * REST wire shapes as the gateway holds them (codegen mappers). Ids stay exact decimal strings;
- * resolvers rename and convert (categoryId → category, REST status → enum).
+ * The parent types of the resolvers (codegen mappers): REST wire shapes as the upstream layer hands
+ * them, and the gateway's own. Resolvers rename and convert (categoryId → category, REST status →
+ * enum, pet-status.ts). Types only, and nothing that imports the generated types, which import these.
  */
 
-import { PetStatus } from './__generated__/resolvers-types.js';
+import type { PetModel } from '../upstream/models.js';
 import type { CursorPosition } from './ids.js';
 
-export type RestPetStatus = 'available' | 'pending' | 'sold';
-
-const TO_REST: Readonly<Record<PetStatus, RestPetStatus>> = {
-  [PetStatus.Available]: 'available',
-  [PetStatus.Pending]: 'pending',
-  [PetStatus.Sold]: 'sold',
-};
-const FROM_REST = new Map<string, PetStatus>(
-  Object.entries(TO_REST).map(([value, rest]) => [rest, value as PetStatus]),
-);
-
-/** The REST value of a GraphQL PetStatus. */
-export function toRestStatus(status: PetStatus): RestPetStatus {
-  return TO_REST[status];
-}
-
-/** The GraphQL PetStatus of a REST value; null for a value the schema does not know (an upstream newer than its spec). */
-export function fromRestStatus(status: string | undefined): PetStatus | null {
-  return status === undefined ? null : (FROM_REST.get(status) ?? null);
-}
-
-/** A Pet from the upstream: ids as decimal strings, status as the REST sent it (may be a value we do not know). */
-export interface PetModel {
-  readonly id: string;
-  readonly name: string;
-  readonly categoryId: string;
-  readonly status: string | undefined;
-}
+export type { PetModel };
 
 export interface CategoryModel {
   readonly id: string;

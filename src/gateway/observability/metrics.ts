@@ -4,11 +4,21 @@
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { Limiter, LimiterEvent, LimiterStats } from '../upstream/limits/limiter.js';
-import type { UpstreamObserver } from '../upstream/stages/attempt.js';
 import { acceptQueueReader } from './accept-queue.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** What the rate limiter tells the metrics at scrape time: aggregates over keys, never one key. */
+export interface BudgetAggregates {
+  /** Keys whose budget this process holds (with Redis: whose quota it remembers). */
+  readonly keys: number;
+  /** Keys paused after a 429 by this process. */
+  readonly paused: number;
+  /** The smallest Remaining among keys whose window has not reset yet; undefined when none. */
+  readonly lowestRemaining: number | undefined;
+  /** Requests waiting now for their turn to plan, budget or a connection slot. */
+  readonly waiting: number;
+}
 
 export function createMetrics() {
   const registry = new Registry();
@@ -16,8 +26,8 @@ export function createMetrics() {
   // under prom-client's standard names (process_*, nodejs_*), so stock dashboards and alerts apply.
   collectDefaultMetrics({ register: registry });
   // The limiter is made after the metrics (it reports to them); its aggregates are read at scrape time.
-  let limiter: Pick<Limiter, 'stats'> | undefined;
-  const fromLimiter = (name: string, help: string, value: (stats: LimiterStats) => number) =>
+  let limiter: { stats(): BudgetAggregates } | undefined;
+  const fromLimiter = (name: string, help: string, value: (stats: BudgetAggregates) => number) =>
     new Gauge({
       name,
       help,
@@ -84,7 +94,7 @@ export function createMetrics() {
       "The fewest requests left in any tracked key's tightest upstream window (-1: none known)",
       (s) => s.lowestRemaining ?? -1,
     ),
-    watchLimiter(source: Pick<Limiter, 'stats'>): void {
+    watchLimiter(source: { stats(): BudgetAggregates }): void {
       limiter = source;
     },
     /** Reports the accept queue of the port the gateway listens on; not at all where there is no /proc/net/tcp. */
@@ -128,44 +138,5 @@ export function createMetrics() {
       'petstore_rejected_key_repeats_total',
       'Requests with a key the upstream refused (401) moments ago, answered without asking it again',
     ),
-  };
-}
-
-export function recordLimiterEvent(metrics: Metrics, event: LimiterEvent): void {
-  switch (event.type) {
-    case 'throttled':
-      metrics.throttled.inc();
-      return;
-    case 'heldBack':
-      metrics.bansAvoided.inc();
-      return;
-    case 'rejected':
-      metrics.rejected.inc({ reason: event.reason });
-      return;
-    case 'upstream429':
-      metrics.upstream429.inc();
-      return;
-    case 'sentDuringPause':
-      metrics.sentDuringPause.inc();
-      return;
-    case 'clamped':
-      metrics.clamped.inc({ header: event.header });
-      return;
-  }
-}
-
-export function upstreamObserver(metrics: Metrics): UpstreamObserver {
-  return {
-    response(route, status, seconds) {
-      metrics.upstreamRequests.inc({ route, status: String(status) });
-      metrics.upstreamDuration.observe({ route }, seconds);
-    },
-    failure(route, seconds) {
-      metrics.upstreamRequests.inc({ route, status: 'error' });
-      metrics.upstreamDuration.observe({ route }, seconds);
-    },
-    deprecated(endpoint) {
-      metrics.deprecatedCalls.inc({ endpoint });
-    },
   };
 }

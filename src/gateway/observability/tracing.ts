@@ -1,6 +1,6 @@
 /**
  * The span of one GraphQL request (OpenTelemetry, kind SERVER), a child of the client's W3C
- * `traceparent` when it sends one. Its upstream requests are its children (rest/tracing.ts). Named
+ * `traceparent` when it sends one. Its upstream requests are its children (upstream/stages/span.ts). Named
  * as the GraphQL semantic conventions name it (`query Pets`; `GraphQL Operation` until the operation
  * is known), with the operation's type and name, the document's SHA-256 (never the document: it may
  * hold literals a client would not want kept), the HTTP status, the first error's code as its status,
@@ -23,8 +23,6 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import type { Stage } from '../upstream/pipeline.js';
-import { traceUpstream } from '../upstream/stages/span.js';
 
 /** What the operation was, once Apollo Server has resolved it. */
 export interface OperationDescription {
@@ -64,8 +62,6 @@ export interface OperationTrace {
 export interface Tracing {
   /** A span for a request with these headers, its parent the client's `traceparent` when valid. */
   start(headers: IncomingHttpHeaders, requestId: string): OperationTrace;
-  /** The REST client's stage that makes a span per upstream request (rest/tracing.ts). */
-  readonly upstream: Stage;
 }
 
 /** Semantic conventions' fallback when the operation is unknown (unparsable, refused before it ran). */
@@ -76,7 +72,6 @@ const MAX_NAME = 100;
 export function createTracing(tracer: Tracer): Tracing {
   const propagator = new W3CTraceContextPropagator();
   return {
-    upstream: traceUpstream(tracer),
     start(headers, requestId) {
       const parent = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
       const span = tracer.startSpan(

@@ -2,24 +2,24 @@
  * The REST client: the only user of undici. Its requests run through the stages of pipeline.ts
  * (sharing, resend on reset, the operation's budget, the limiter, a timed attempt on one keep-alive
  * Pool); this module speaks the REST interface on top: URLs, bodies parsed int64-exact, Link
- * headers, and upstream failures turned into the gateway's error codes.
+ * headers, and upstream failures as UpstreamErrors (errors.ts), which the GraphQL layer maps to codes.
  */
 
 import { createRequire } from 'node:module';
-import { GraphQLError } from 'graphql';
-import { fromUpstreamStatus, type UpstreamErrorBody, upstreamUnavailable } from '../graphql/errors.js';
-import type { PetModel } from '../graphql/models.js';
 import type { Logger } from '../observability/logger.js';
 import { keyIdOf } from '../shared/key-id.js';
+import { fromStatus, UpstreamError, type UpstreamErrorBody, unavailable } from './errors.js';
 import { parseJson, toErrorBody, toPet, toPets } from './json.js';
 import { parseRetryAfter } from './limits/retry-after.js';
 import { isPetsPageUrl, nextLink } from './link.js';
-import { createOperation, type Operation, operationBudget } from './operation.js';
+import type { PetModel } from './models.js';
+import { createOperation, type Operation } from './operation.js';
 import { pipeline, type Route, type Send, type Stage, type UpstreamCall } from './pipeline.js';
 import { headerOf, type UpstreamResponse } from './response.js';
 import { scrubSecret } from './scrub.js';
 import type { ResponseSharing } from './sharing/sharing.js';
 import { BodyTooLargeError, createAttempt, NotSentError, type UpstreamObserver } from './stages/attempt.js';
+import { operationBudget } from './stages/operation-budget.js';
 import { resendOnReset } from './stages/resend.js';
 
 export type { UpstreamObserver } from './stages/attempt.js';
@@ -157,27 +157,27 @@ export function createRestClient(options: RestClientOptions): RestClient {
     try {
       return await send(call);
     } catch (error) {
-      throw toGatewayError(error, call);
+      throw toUpstreamError(error, call);
     }
   }
 
-  function toGatewayError(error: unknown, call: UpstreamCall): Error {
-    if (error instanceof GraphQLError) return error;
+  function toUpstreamError(error: unknown, call: UpstreamCall): Error {
+    if (error instanceof UpstreamError) return error;
     const method = isWriteMethod(call);
     // A GET whose client has gone was dropped or cancelled by us; a POST only if it was never sent.
     if (call.signal?.aborted && (call.body === undefined || !call.dispatched)) {
       // Nobody waits for this answer. Not the upstream's fault, nothing to warn about.
       call.operation.logger.debug({ method, path: call.url.pathname }, 'upstream request dropped: the client left');
-      return upstreamUnavailable('the request was cancelled: the client closed the connection');
+      return unavailable('the request was cancelled: the client closed the connection');
     }
     const reason = describeNetworkError(error);
     call.operation.logger.warn({ method, path: call.url.pathname, reason }, 'upstream request failed');
-    return upstreamUnavailable(`the Pet Store ${reason}`);
+    return unavailable(`the Pet Store ${reason}`);
   }
 
   function fail(response: UpstreamResponse, key: string): never {
     const retryAfter = parseRetryAfter(headerOf(response, 'retry-after', 'first'), Date.now());
-    throw fromUpstreamStatus(
+    throw fromStatus(
       response.status,
       withoutKey(toErrorBody(response.body), key),
       retryAfter === undefined ? 1 : retryAfter / 1000,
@@ -192,8 +192,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
       value = undefined;
     }
     const result = value === undefined ? undefined : shape(value);
-    if (result === undefined)
-      throw upstreamUnavailable('the Pet Store answered a body that is not the documented JSON');
+    if (result === undefined) throw unavailable('the Pet Store answered a body that is not the documented JSON');
     return result;
   }
 

@@ -6,8 +6,8 @@
 
 import { isLosslessNumber, parse } from 'lossless-json';
 import { parseInt64 } from '../../int64.js';
-import type { UpstreamErrorBody } from '../graphql/errors.js';
-import type { PetModel } from '../graphql/models.js';
+import type { UpstreamErrorBody } from './errors.js';
+import type { PetModel } from './models.js';
 
 /**
  * Bodies the native parser cannot read exactly: a digit run of 16 or more (an integer past 15

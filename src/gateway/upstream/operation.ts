@@ -6,10 +6,9 @@
 
 import { setMaxListeners } from 'node:events';
 import type { Span } from '@opentelemetry/api';
-import { budgetExceeded } from '../graphql/errors.js';
 import type { LineLogger } from '../observability/logger.js';
 import type { CancelSignal } from '../shared/cancel.js';
-import type { Stage } from './pipeline.js';
+import { budgetSpent } from './errors.js';
 
 export interface Operation {
   /** Sent upstream as X-Request-Id; undefined outside a GraphQL request. */
@@ -71,10 +70,10 @@ export function createOperation(options: OperationOptions): Operation {
   };
 }
 
-/** Draws one request from the operation's budget; throws UPSTREAM_BUDGET_EXCEEDED when it is spent. */
+/** Draws one request from the operation's budget; throws BUDGET_EXCEEDED when it is spent. */
 export function charge(operation: Operation): void {
   if (operation.charged >= operation.maxRequests) {
-    throw budgetExceeded(operation.maxRequests, { spent: operation.charged });
+    throw budgetSpent(operation.maxRequests, operation.charged);
   }
   operation.charged++;
 }
@@ -88,17 +87,3 @@ export function canCharge(operation: Operation): boolean {
 export function refund(operation: Operation): void {
   operation.charged = Math.max(0, operation.charged - 1);
 }
-
-/**
- * The stage that draws each request from its operation's budget before it waits for anything,
- * and gives it back when the request never reached the upstream.
- */
-export const operationBudget: Stage = (next) => async (call) => {
-  charge(call.operation);
-  try {
-    return await next(call);
-  } catch (error) {
-    if (!call.dispatched) refund(call.operation);
-    throw error;
-  }
-};

@@ -9,9 +9,9 @@
 
 import type { ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { GatewayError } from '../../../src/gateway/graphql/errors.js';
 import { createLogger } from '../../../src/gateway/observability/logger.js';
 import { createRestClient } from '../../../src/gateway/upstream/client.js';
+import { UpstreamError } from '../../../src/gateway/upstream/errors.js';
 import type { RequestRecord } from '../../../src/petstore/app.js';
 import { type PetstoreHandle, startPetstore } from '../../../src/petstore/start.js';
 import type { Pet } from '../../../src/petstore/store.js';
@@ -447,9 +447,9 @@ describe('createRestClient maxBodyBytes', () => {
       expect(page.pets).toHaveLength(1);
       for (const url of [client.petsUrl({ limit: 20 }), client.petsUrl({ limit: 20, status: 'sold' })]) {
         const failure = await client.listPets(UPSTREAM_KEY, url).catch((error: unknown) => error);
-        expect(failure).toBeInstanceOf(GatewayError);
+        expect(failure).toBeInstanceOf(UpstreamError);
         expect(failure).toMatchObject({
-          code: 'UPSTREAM_UNAVAILABLE',
+          code: 'UNAVAILABLE',
           message: 'the Pet Store answered a body larger than allowed',
         });
       }

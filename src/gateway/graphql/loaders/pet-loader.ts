@@ -15,10 +15,10 @@ import type { PetPage, RestClient } from '../../upstream/client.js';
 import { canCharge, type Operation } from '../../upstream/operation.js';
 import { budgetExceeded, upstreamUnavailable } from '../errors.js';
 import type { PetModel } from '../models.js';
-import { type LookupStats, planLookup } from './lookup-plan.js';
+import { type LookupStats, planLookup } from './cost.js';
 import type { PetMemory } from './pet-memory.js';
 
-export { GET_PET_SUNSET, type LookupStats } from './lookup-plan.js';
+export { GET_PET_SUNSET, type LookupStats } from './cost.js';
 
 /** Page size of a scan: the largest the spec allows, so a scan costs as few requests as possible. */
 export const SCAN_PAGE_SIZE = 100;

@@ -1,7 +1,7 @@
 import type { MutationResolvers } from '../__generated__/resolvers-types.js';
 import { badUserInput } from '../errors.js';
 import { parseIdArgument } from '../ids.js';
-import { toRestStatus } from '../models.js';
+import { toRestStatus } from '../pet-status.js';
 import { locating } from './locating.js';
 
 /** The store's rule for names (docs/rest-interface.md), checked here so a bad name costs no upstream request. */

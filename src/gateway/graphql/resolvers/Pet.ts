@@ -1,7 +1,7 @@
 import type { PetResolvers } from '../__generated__/resolvers-types.js';
 import { noteStale } from '../context.js';
 import { parseIdArgument } from '../ids.js';
-import { fromRestStatus } from '../models.js';
+import { fromRestStatus } from '../pet-status.js';
 
 export const Pet: PetResolvers = {
   // Federation `_entities`: the same per-request loader as Query.pet, so one batch serves every representation.

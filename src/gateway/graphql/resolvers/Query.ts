@@ -3,7 +3,7 @@ import { noteStale } from '../context.js';
 import { badUserInput } from '../errors.js';
 import { parseIdArgument } from '../ids.js';
 import { fetchPetConnection } from '../loaders/pets-connection.js';
-import { toRestStatus } from '../models.js';
+import { toRestStatus } from '../pet-status.js';
 import { locating } from './locating.js';
 
 export const Query: QueryResolvers = {

@@ -12,8 +12,9 @@
  */
 
 import type { RateWindow } from '../../../config.js';
-import { rateLimited, upstreamUnavailable } from '../../graphql/errors.js';
+import type { BudgetAggregates } from '../../observability/metrics.js';
 import type { CancelSignal } from '../../shared/cancel.js';
+import { rateLimited, unavailable } from '../errors.js';
 import type { Stage, UpstreamCall } from '../pipeline.js';
 import type { UpstreamResponse } from '../response.js';
 import type { BudgetStore, Quota } from './budget.js';
@@ -43,16 +44,7 @@ export interface BudgetView {
   readonly resetAt: number | undefined;
 }
 
-export interface LimiterStats {
-  /** Keys whose budget this process holds (with Redis: whose quota it remembers). */
-  readonly keys: number;
-  /** Keys paused after a 429 by this process. */
-  readonly paused: number;
-  /** The smallest Remaining among keys whose window has not reset yet; undefined when none. */
-  readonly lowestRemaining: number | undefined;
-  /** Requests waiting now for their turn to plan, budget or a connection slot. */
-  readonly waiting: number;
-}
+export type LimiterStats = BudgetAggregates;
 
 export interface LimiterOptions {
   /** The budget windows; empty when client-side throttling is off (a 429 is still honoured). */
@@ -150,7 +142,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
             silentFor >= call.operation.maxWaitMs &&
             !answeredMeanwhile
           ) {
-            throw upstreamUnavailable('the Pet Store has not answered in time');
+            throw unavailable('the Pet Store has not answered in time');
           }
           options.onEvent?.({ type: 'rejected', reason: 'budget' });
           throw rateLimited(Math.max(1, ((await options.store.pausedUntil(call.keyId)) - start) / 1000));

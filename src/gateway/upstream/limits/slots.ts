@@ -7,8 +7,8 @@
  * when its client leaves.
  */
 
-import { rateLimited } from '../../graphql/errors.js';
 import type { CancelSignal } from '../../shared/cancel.js';
+import { rateLimited } from '../errors.js';
 
 export interface SlotsOptions {
   /** Slots in all (the size of the upstream connection pool). */

@@ -8,9 +8,9 @@
  * before it. A shared GET is cancelled only when every operation waiting for it has gone.
  */
 
-import { GraphQLError } from 'graphql';
 import { Cancellation, type CancelSignal } from '../../shared/cancel.js';
 import { InFlight } from '../../shared/in-flight.js';
+import { UpstreamError } from '../errors.js';
 import { isWrite, type Stage, type UpstreamCall } from '../pipeline.js';
 import type { UpstreamResponse } from '../response.js';
 import { type AnswerStore, memoryAnswers, type StoredAnswer } from './answers.js';
@@ -82,8 +82,8 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
   function standsIn(failure: { error: unknown } | { response: UpstreamResponse }, call: UpstreamCall): boolean {
     if (call.operation.signal?.aborted) return false;
     if ('response' in failure) return failure.response.status >= 500;
-    const code = failure.error instanceof GraphQLError ? failure.error.extensions.code : undefined;
-    return code === undefined || code === 'RATE_LIMITED' || code === 'UPSTREAM_UNAVAILABLE';
+    const code = failure.error instanceof UpstreamError ? failure.error.code : undefined;
+    return code === undefined || code === 'RATE_LIMITED' || code === 'UNAVAILABLE';
   }
 
   /** An earlier answer standing in for `call`'s, marked with its age. */

@@ -13,7 +13,6 @@
 
 import { defaultTextMapSetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { GraphQLError } from 'graphql';
 import type { CallTrace, Route, Stage } from '../pipeline.js';
 
 const METHODS: Readonly<Record<Route, 'GET' | 'POST'>> = { listPets: 'GET', createPet: 'POST', getPet: 'GET' };
@@ -86,7 +85,6 @@ export function traceUpstream(tracer: Tracer): Stage {
 
 /** A low-cardinality name for what went wrong, never its message (which may name a URL). */
 function errorType(error: unknown): string {
-  if (error instanceof GraphQLError) return String(error.extensions.code ?? 'GRAPHQL_ERROR');
   const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
   if (typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code)) return code;
   if (typeof name === 'string' && /^[A-Za-z]{1,64}$/.test(name)) return name;

@@ -12,11 +12,12 @@ import { MemoryBudgetStore } from '../../../../src/gateway/upstream/limits/budge
 import { createLimiter, type LimiterEvent } from '../../../../src/gateway/upstream/limits/limiter.js';
 import { readRateHeaders, readRetryAfter } from '../../../../src/gateway/upstream/limits/rate-headers.js';
 import { createSlots } from '../../../../src/gateway/upstream/limits/slots.js';
-import { createOperation, operationBudget } from '../../../../src/gateway/upstream/operation.js';
+import { createOperation } from '../../../../src/gateway/upstream/operation.js';
 import { pipeline, type Send, type UpstreamCall } from '../../../../src/gateway/upstream/pipeline.js';
 import type { UpstreamResponse } from '../../../../src/gateway/upstream/response.js';
 import { scrubSecret } from '../../../../src/gateway/upstream/scrub.js';
 import { createResponseSharing } from '../../../../src/gateway/upstream/sharing/sharing.js';
+import { operationBudget } from '../../../../src/gateway/upstream/stages/operation-budget.js';
 import { resendOnReset } from '../../../../src/gateway/upstream/stages/resend.js';
 import { traceUpstream } from '../../../../src/gateway/upstream/stages/span.js';
 import { memoryTracer } from '../../../helpers/tracing.js';
@@ -116,7 +117,9 @@ describe('operationBudget', () => {
     expect(operation.charged).toBe(1);
     await sent(call({ operation }));
     await expect(sent(call({ operation }))).rejects.toMatchObject({
-      extensions: { code: 'UPSTREAM_BUDGET_EXCEEDED', maxUpstreamRequests: 2, spentUpstreamRequests: 2 },
+      code: 'BUDGET_EXCEEDED',
+      maxRequests: 2,
+      spent: 2,
     });
   });
 });
@@ -234,7 +237,7 @@ describe('slots', () => {
     const held = await slots.acquire('key-1', 'c', Date.now() + 5_000);
     expect(slots.keys).toBe(1);
     await expect(slots.acquire('key-1', 'c', Date.now() + 50)).rejects.toMatchObject({
-      extensions: { code: 'RATE_LIMITED' },
+      code: 'RATE_LIMITED',
     });
     held();
     expect(slots.keys).toBe(0);
@@ -249,10 +252,10 @@ describe('slots', () => {
     const held = await slots.acquire('key', 'a', Date.now() + 5_000, undefined, onRefused);
     const late = slots.acquire('key', 'a', Date.now() + 30, undefined, onRefused);
     await expect(slots.acquire('key', 'a', Date.now() + 5_000, undefined, onRefused)).rejects.toMatchObject({
-      extensions: { code: 'RATE_LIMITED' },
+      code: 'RATE_LIMITED',
     });
     expect(refused).toBe(1);
-    await expect(late).rejects.toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+    await expect(late).rejects.toMatchObject({ code: 'RATE_LIMITED' });
     expect(refused).toBe(2);
     const controller = new AbortController();
     const leaving = slots.acquire('key', 'b', Date.now() + 5_000, controller.signal, onRefused);
@@ -286,9 +289,9 @@ describe('slots', () => {
     const held = await slots.acquire('key', 'a', Date.now() + 5_000);
     const queued = slots.acquire('key', 'a', Date.now() + 50);
     await expect(slots.acquire('key', 'a', Date.now() + 5_000)).rejects.toMatchObject({
-      extensions: { code: 'RATE_LIMITED' },
+      code: 'RATE_LIMITED',
     });
-    await expect(queued).rejects.toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+    await expect(queued).rejects.toMatchObject({ code: 'RATE_LIMITED' });
     const controller = new AbortController();
     const aborted = slots.acquire('key', 'b', Date.now() + 5_000, controller.signal);
     controller.abort(new Error('gone'));
@@ -432,7 +435,7 @@ describe('limiter', () => {
     await new Promise((resolve) => setImmediate(resolve));
     // The one slot is held, so the next request waits for it, past its operation's wait of 30 ms.
     const operation = createOperation({ logger: createLogger('silent'), maxWaitMs: 30, timeoutMs: 1_000 });
-    await expect(send(call({ operation }))).rejects.toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+    await expect(send(call({ operation }))).rejects.toMatchObject({ code: 'RATE_LIMITED' });
     expect(events).toContainEqual({ type: 'rejected', reason: 'queue' });
     expect(limiter.stats().waiting).toBe(0);
     answer(OK);

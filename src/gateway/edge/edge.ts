@@ -1,0 +1,107 @@
+/**
+ * createEdge(config) → the HTTP server, listening before the rest of the gateway starts: a port in
+ * use fails at once, and /health and /ready answer (503 until `serve`) while Redis and Apollo start.
+ * `serve` hands it the GraphQL server; `close` drains it without losing an answer (drain.ts).
+ */
+
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../../config.js';
+import type { ContextFactory, GraphQL } from '../graphql/graphql.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
+import { createCors } from './cors.js';
+import { createDrain } from './drain.js';
+import { answerWhileStarting, createHttpHandler } from './http.js';
+import type { SharedExecutions } from './shared-executions.js';
+
+export type EdgeConfig = Pick<
+  Config,
+  'port' | 'host' | 'http' | 'limits' | 'corsOrigins' | 'clientIdHeader' | 'metricsToken' | 'drainGraceMs'
+>;
+
+export interface EdgeDeps {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+}
+
+export interface ServeOptions {
+  readonly graphql: Pick<GraphQL, 'apollo' | 'landingPage'>;
+  readonly context: ContextFactory;
+  readonly executions: SharedExecutions | undefined;
+  readonly tracing: Tracing | undefined;
+}
+
+export interface Edge {
+  /** The port listened on (config.port, or the one picked for 0). */
+  readonly port: number;
+  /** Starts answering GraphQL; until then every request but /health is a 503 with Retry-After. */
+  serve(options: ServeOptions): void;
+  /** Drains: every request whose bytes have arrived is answered, within `drainGraceMs`. */
+  close(): Promise<void>;
+}
+
+/** Listens on `host` (default: config.host); resolves once listening. */
+export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = config.host): Promise<Edge> {
+  const { logger, metrics } = deps;
+  const httpServer = createServer({
+    headersTimeout: config.http.headersTimeoutMs,
+    requestTimeout: config.http.requestTimeoutMs,
+    // How often Node checks the two timeouts above (default 30 s, which would let a slow client stay that long).
+    connectionsCheckingInterval: 1_000,
+  });
+  // Not every Node version takes these as options of createServer (keepAliveTimeout: Node 20 does not).
+  httpServer.headersTimeout = config.http.headersTimeoutMs;
+  httpServer.requestTimeout = config.http.requestTimeoutMs;
+  httpServer.keepAliveTimeout = config.http.keepAliveTimeoutMs;
+  httpServer.maxConnections = config.http.maxConnections;
+  const drain = createDrain(httpServer);
+  let handle: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  httpServer.on('request', (req, res) => (handle ?? answerWhileStarting)(req, res));
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(config.port, host, () => {
+      httpServer.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = httpServer.address() as AddressInfo;
+  metrics.watchAcceptQueue(port);
+  let connectionsDropped = 0;
+  httpServer.on('drop', () => {
+    metrics.connectionsDropped.inc();
+    // Once per thousand, so a flood does not flood the log too.
+    if (connectionsDropped++ % 1_000 === 0) {
+      logger.warn({ maxConnections: config.http.maxConnections }, 'MAX_CONNECTIONS reached: new connections closed');
+    }
+  });
+
+  return {
+    port,
+    serve({ graphql, context, executions, tracing }) {
+      handle = createHttpHandler({
+        apollo: graphql.apollo,
+        context,
+        maxBodyBytes: config.limits.maxBodyBytes,
+        logger,
+        metrics: {
+          contentType: metrics.registry.contentType,
+          metrics: () => metrics.registry.metrics(),
+          token: config.metricsToken,
+        },
+        cors: createCors({
+          origins: config.corsOrigins,
+          ...(config.clientIdHeader ? { extraHeaders: [config.clientIdHeader] } : {}),
+        }),
+        lifecycle: { ready: () => !drain.draining, track: (res) => drain.track(res) },
+        serveAsset: graphql.landingPage.serveAsset,
+        executions,
+        tracing,
+      });
+    },
+    async close() {
+      await drain.drain(config.drainGraceMs);
+    },
+  };
+}

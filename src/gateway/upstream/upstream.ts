@@ -1,0 +1,158 @@
+/**
+ * createUpstream(config) → the REST client and what it needs: the budget store (in memory, or
+ * shared through Redis), the limiter, sharing and the answer store, the refused-keys memory. Built
+ * from its slice of the configuration; the rest of the gateway sees the client, the key's budget
+ * and a close().
+ */
+
+import type { Tracer } from '@opentelemetry/api';
+import { type Config, ConfigError } from '../../config.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { createRestClient, type RestClient } from './client.js';
+import { type BudgetStore, MemoryBudgetStore } from './limits/budget.js';
+import { createLimiter, type Limiter } from './limits/limiter.js';
+import { createSlots } from './limits/slots.js';
+import { recordLimiterEvent, upstreamObserver } from './metrics.js';
+import { memoryAnswers } from './sharing/answers.js';
+import { createResponseSharing } from './sharing/sharing.js';
+import { rejectedKeys } from './stages/rejected-keys.js';
+
+export type UpstreamConfig = Pick<
+  Config,
+  | 'petstoreBaseUrl'
+  | 'rateLimits'
+  | 'maxWaitMs'
+  | 'timeoutMs'
+  | 'cacheTtlMs'
+  | 'staleTtlMs'
+  | 'coalesce'
+  | 'maxRetryAfterMs'
+  | 'keyIdleMs'
+  | 'maxKeys'
+  | 'redisUrl'
+  | 'upstreamConnections'
+  | 'upstreamConnectionsPerKey'
+  | 'maxQueuedPerClient'
+>;
+
+export interface UpstreamDeps {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly now: () => number;
+  /** Prefix of the gateway's Redis keys, so tests can share a Redis. */
+  readonly redisPrefix?: string | undefined;
+  /** A span per upstream request when given; none: no tracing work at all. */
+  readonly tracer?: Tracer | undefined;
+  /** Told of every key whose remembered reads a write ended (the edge shares executions too). */
+  readonly onInvalidate?: (keyId: string) => void;
+}
+
+export interface Upstream {
+  readonly client: RestClient;
+  readonly limiter: Limiter;
+  /** A cursor secret the replicas agreed on through Redis, when they share one. */
+  readonly agreedSecret: string | undefined;
+  close(): Promise<void>;
+}
+
+export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps): Promise<Upstream> {
+  if (config.petstoreBaseUrl === undefined) throw new Error('createUpstream needs config.petstoreBaseUrl');
+  const { logger, metrics } = deps;
+  const prefix = deps.redisPrefix ? { prefix: deps.redisPrefix } : {};
+  // ioredis (with its dependencies, ~2 MB of heap) is loaded only with REDIS_URL.
+  let store: BudgetStore;
+  // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
+  let agreedSecret: string | undefined;
+  if (config.redisUrl) {
+    const { RedisBudgetStore } = await import('./limits/budget-redis.js');
+    const shared = new RedisBudgetStore({
+      url: config.redisUrl,
+      logger,
+      inflightMs: config.maxWaitMs + 2 * config.timeoutMs + 5_000,
+      ...prefix,
+    });
+    // ready() resolves after 3 s without an answer too; the secret is agreed on only if Redis answers.
+    await shared.ready();
+    agreedSecret = await shared.sharedSecret('cursor-secret');
+    // Alone, without Redis and without having seen the other replicas, this one would plan the whole
+    // plan for itself: N replicas starting so would spend N times the key's budget.
+    if (agreedSecret === undefined || shared.degraded) {
+      await shared.close();
+      throw new ConfigError(`REDIS_URL did not answer within 3 s at start; start Redis, or unset REDIS_URL`);
+    }
+    store = shared;
+  } else {
+    store = new MemoryBudgetStore({ idleMs: config.keyIdleMs, maxKeys: config.maxKeys });
+  }
+  const limiter = createLimiter({
+    windows: config.rateLimits,
+    store,
+    slots: createSlots({
+      total: config.upstreamConnections,
+      perKey: config.upstreamConnectionsPerKey,
+      maxQueuedPerClient: config.maxQueuedPerClient,
+    }),
+    maxRetryAfterMs: config.maxRetryAfterMs,
+    maxKeys: config.maxKeys,
+    now: deps.now,
+    onEvent: (event) => {
+      if (event.type === 'clamped') {
+        logger.warn(
+          { header: event.header, maxSeconds: config.maxRetryAfterMs / 1000 },
+          'the Pet Store sent a rate-limit time beyond PETSTORE_MAX_RETRY_AFTER; clamped',
+        );
+      }
+      recordLimiterEvent(metrics, event);
+    },
+  });
+  metrics.watchLimiter(limiter);
+  const keepsAnswers = config.cacheTtlMs > 0 || config.staleTtlMs > 0;
+  const sharing =
+    config.coalesce || keepsAnswers
+      ? createResponseSharing({
+          coalesce: config.coalesce,
+          ttlMs: config.cacheTtlMs,
+          staleTtlMs: config.staleTtlMs,
+          // With Redis, answers (cached and stale) serve every replica; without it, this one.
+          answers:
+            keepsAnswers && config.redisUrl
+              ? (await import('./sharing/answers-redis.js')).redisAnswers({
+                  url: config.redisUrl,
+                  ...prefix,
+                  fallback: memoryAnswers(10_000),
+                  onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
+                })
+              : memoryAnswers(10_000),
+          onCoalesced: () => metrics.coalesced.inc(),
+          onCacheHit: () => metrics.cacheHits.inc(),
+          onStale: () => metrics.staleServed.inc(),
+          ...(deps.onInvalidate ? { onInvalidate: deps.onInvalidate } : {}),
+        })
+      : undefined;
+  // Loaded only with a tracer: a gateway that does not trace never loads the propagator (@opentelemetry/core).
+  const tracing = deps.tracer ? (await import('./stages/span.js')).traceUpstream(deps.tracer) : undefined;
+  const client = createRestClient({
+    baseUrl: config.petstoreBaseUrl,
+    timeoutMs: config.timeoutMs,
+    maxWaitMs: config.maxWaitMs,
+    connections: config.upstreamConnections,
+    logger,
+    limiter: limiter.stage,
+    rejectedKeys: rejectedKeys({ maxKeys: config.maxKeys, onRemembered: () => metrics.refusedFromMemory.inc() }),
+    observer: upstreamObserver(metrics),
+    now: deps.now,
+    ...(sharing ? { sharing } : {}),
+    ...(tracing ? { tracing } : {}),
+  });
+  return {
+    client,
+    limiter,
+    agreedSecret,
+    async close() {
+      await client.close();
+      await sharing?.close();
+      await limiter.close();
+    },
+  };
+}
