@@ -154,7 +154,7 @@ export function parseConfig(env: Env): Config {
     keyIdleMs: duration(env, 'PETSTORE_KEY_IDLE_TTL', '5m', 1_000),
     maxKeys: integer(env, 'PETSTORE_MAX_KEYS', 10_000, 100, 10_000_000),
     ...parseUpstreamConnections(env),
-    maxQueuedPerClient: integer(env, 'MAX_QUEUED_PER_CLIENT', 1_000, 1, 1_000_000),
+    maxQueuedPerClient: integer(env, 'MAX_QUEUED_PER_CLIENT', 100, 1, 1_000_000),
     drainGraceMs: duration(env, 'SHUTDOWN_GRACE', '10s'),
     redisUrl: parseRedisUrl(env),
     production,

@@ -47,7 +47,7 @@ describe('parseConfig defaults', () => {
       maxKeys: 10_000,
       upstreamConnections: 64,
       upstreamConnectionsPerKey: 16,
-      maxQueuedPerClient: 1_000,
+      maxQueuedPerClient: 100,
       drainGraceMs: 10_000,
       redisUrl: undefined,
       production: false,

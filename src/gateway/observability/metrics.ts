@@ -18,6 +18,8 @@ export interface BudgetAggregates {
   readonly lowestRemaining: number | undefined;
   /** Requests waiting now for their turn to plan, budget or a connection slot. */
   readonly waiting: number;
+  /** Upstream requests sent as jobs of their key's bottleneck limiter, since start. */
+  readonly jobs: number;
 }
 
 export function createMetrics() {
@@ -94,6 +96,17 @@ export function createMetrics() {
       "The fewest requests left in any tracked key's tightest upstream window (-1: none known)",
       (s) => s.lowestRemaining ?? -1,
     ),
+    limiterJobs: new Counter({
+      name: 'petstore_limiter_jobs_total',
+      help: "Upstream requests sent as jobs of their API key's bottleneck limiter (all of them while a plan is in force)",
+      registers: [registry],
+      collect() {
+        // Counted by the limiter, read at scrape time: no event per request.
+        if (limiter === undefined) return;
+        this.reset();
+        this.inc(limiter.stats().jobs);
+      },
+    }),
     watchLimiter(source: { stats(): BudgetAggregates }): void {
       limiter = source;
     },

@@ -24,6 +24,8 @@ export function recordLimiterEvent(metrics: Metrics, event: LimiterEvent): void 
     case 'clamped':
       metrics.clamped.inc({ header: event.header });
       return;
+    case 'bottleneckError':
+      return;
   }
 }
 

@@ -88,15 +88,22 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
   const limiter = createLimiter({
     windows: config.rateLimits,
     store,
+    // The pool, shared round-robin across keys when short; one key's share of it is the limiter's own.
     slots: createSlots({
       total: config.upstreamConnections,
-      perKey: config.upstreamConnectionsPerKey,
-      maxQueuedPerClient: config.maxQueuedPerClient,
+      perKey: config.upstreamConnections,
+      maxQueuedPerClient: Number.POSITIVE_INFINITY,
     }),
+    perKey: config.upstreamConnectionsPerKey,
+    maxQueuedPerClient: config.maxQueuedPerClient,
+    maxRequestMs: config.maxWaitMs + config.timeoutMs,
     maxRetryAfterMs: config.maxRetryAfterMs,
     maxKeys: config.maxKeys,
     now: deps.now,
     onEvent: (event) => {
+      if (event.type === 'bottleneckError') {
+        logger.error({ err: event.error }, 'bottleneck reported an error; the request it concerned failed');
+      }
       if (event.type === 'clamped') {
         logger.warn(
           { header: event.header, maxSeconds: config.maxRetryAfterMs / 1000 },

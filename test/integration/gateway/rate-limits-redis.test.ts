@@ -34,7 +34,12 @@ afterEach(async () => {
   records = [];
 });
 
-/** A store whose key allows 5 requests a second, and `replicas` gateways on one Redis in front of it. */
+/**
+ * A store whose key allows 5 requests a second, and `replicas` gateways on one Redis in front of it.
+ * Each operation may spend the whole window (MAX_BUDGET_SHARE=1): when Redis loses the budget, a
+ * replica's probe may meet a 429, and each retry is drawn from its operation's share (at the default
+ * quarter, a share of 1 request in this window of 5 would leave none).
+ */
 async function startReplicas(replicas: number, maxWait = '20s'): Promise<void> {
   store = await startPetstore({
     keys: { [TEST_KEY]: { perMinute: 5, perDay: 100_000 } },
@@ -48,6 +53,7 @@ async function startReplicas(replicas: number, maxWait = '20s'): Promise<void> {
     PETSTORE_API_KEY: TEST_KEY,
     PETSTORE_RATE_LIMITS: '5/1s',
     PETSTORE_MAX_WAIT: maxWait,
+    MAX_BUDGET_SHARE: '1',
     REDIS_URL: redis.url,
     LOG_LEVEL: 'silent',
   });

@@ -90,7 +90,8 @@ describe('rate limiting', () => {
     async (retryAfter) => {
       const target = await start({
         store: { keys: { [TEST_KEY]: { perMinute: 5, perDay: 100_000 } }, minuteMs: 2_000, retryAfter },
-        env: { PETSTORE_RATE_LIMITS: '5/2s', PETSTORE_MAX_WAIT: '10s' },
+        // Each operation may spend the whole window, so one that met the 429 has a retry left in its share.
+        env: { PETSTORE_RATE_LIMITS: '5/2s', PETSTORE_MAX_WAIT: '10s', MAX_BUDGET_SHARE: '1' },
       });
       await alignToWindow(2_000);
       await exhaustDirectly(target, 5);
@@ -154,6 +155,27 @@ describe('rate limiting', () => {
     expect(errorCodes(refused)).toEqual(['BAD_USER_INPUT']);
     expect(refused.body.extensions?.rateLimit).toMatchObject({ limit: 60, remaining: 60 });
     expect(target.count()).toBe(0);
+  });
+
+  it("sends every upstream request as a job of its key's bottleneck limiter while a plan is in force", async () => {
+    const target = await start({
+      store: {
+        keys: { [TEST_KEY]: { perMinute: 100, perDay: 100_000 }, 'client-key': { perMinute: 100, perDay: 100_000 } },
+      },
+      env: { PETSTORE_RATE_LIMITS: '100/1m', PET_LOOKUP: 'list' },
+    });
+    const jobs = async () => {
+      const text = await (await fetch(new URL('/metrics', target.gateway.url))).text();
+      return Number(/^petstore_limiter_jobs_total (\d+)$/m.exec(text)?.[1]);
+    };
+    expect(await jobs()).toBe(0);
+    await burst(target, 12);
+    await target.query('{ pet(id: "999999") { id } }');
+    await target.query('mutation { createPet(input: { name: "Rex", categoryId: "1" }) { pet { id } } }');
+    await target.query(PETS, { key: 'client-key' });
+    await target.query(PETS, { key: 'refused-key' });
+    expect(target.count()).toBeGreaterThan(15);
+    expect(await jobs()).toBe(target.count());
   });
 
   it('never gets the key banned, however hard it is pushed while another client spends the budget', async () => {

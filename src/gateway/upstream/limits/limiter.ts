@@ -1,23 +1,38 @@
 /**
- * The per-key limiter stage. Before a request goes upstream it needs: its turn to plan (one request
- * of a key plans at a time, the turns going round-robin across the key's clients, so a client that
- * fired a thousand queries cannot push a light client's one behind all of them); a reservation from
- * the budget store (the plan's windows and the upstream's last word); a connection slot (a fair
- * share of the pool); and, right before dispatch, no 429 pause in force for the key (here or on
- * another replica). A 429 pauses the key until Retry-After and the request is tried again; one that
- * cannot get budget or a slot before its operation's `waitUntil` fails at once.
+ * The per-key limiter stage (docs/architecture.md, "The key's budget"). A request goes upstream
+ * after, in order:
  *
- * Why not bottleneck (used before): its queue knows neither our deadlines nor a client that left,
- * it cannot be fair across clients of one key, and it yields through timers (about 5 ms a job).
+ * 1. **its turn** to plan: one request of a key plans at a time, the turns going round-robin across
+ *    the key's clients (slots.ts), each client's queue bounded;
+ * 2. **its client's share** of the key's window while other clients are active (client-shares.ts);
+ * 3. **a job of the key's bottleneck limiter** (key-limiters.ts): its queue, its concurrency (the
+ *    key's share of the connection pool) and its reservoir (the upstream's last word, emptied by a
+ *    429). Inside the job, right before the send:
+ * 4. **a reservation** from the budget store (budget.ts, budget-redis.ts): the plan's windows as
+ *    sliding logs and the upstream's gate, atomically across replicas, the authority on whether a
+ *    send fits; then a connection slot of the pool, and a last check that no 429 pause is in force
+ *    for the key (here or on another replica).
+ *
+ * A 429 pauses the key (Retry-After, or a backoff from 1 s shared by the key's sends, never less),
+ * empties its reservoir so queued sends wait too, and the request is retried after the pause,
+ * drawing each retry from its operation's share. A request that would wait past its operation's
+ * `waitUntil` fails at once with RATE_LIMITED; waiting requests do not poll the store, except for
+ * an answer another replica awaits.
+ *
+ * With throttling off (PETSTORE_RATE_LIMITS=off) there is no plan for bottleneck to hold: steps 2–3
+ * are skipped, a key's connections are bounded by the slots, and a 429 still pauses the key.
  */
 
 import type { RateWindow } from '../../../config.js';
 import type { BudgetAggregates } from '../../observability/metrics.js';
 import type { CancelSignal } from '../../shared/cancel.js';
 import { rateLimited, unavailable } from '../errors.js';
+import { canCharge, charge, refund } from '../operation.js';
 import type { Stage, UpstreamCall } from '../pipeline.js';
 import type { UpstreamResponse } from '../response.js';
 import type { BudgetStore, Quota } from './budget.js';
+import { type ClientShares, createClientShares } from './client-shares.js';
+import { createKeyLimiters, type KeyLimiters } from './key-limiters.js';
 import { readRateHeaders, readRetryAfter } from './rate-headers.js';
 import { createSlots, type Slots } from './slots.js';
 
@@ -50,12 +65,16 @@ export interface LimiterOptions {
   /** The budget windows; empty when client-side throttling is off (a 429 is still honoured). */
   readonly windows: readonly RateWindow[];
   readonly store: BudgetStore;
-  /** Connection slots: the pool, and each key's share of it. */
+  /** Connection slots of the pool (round-robin across keys when short). */
   readonly slots: Slots;
+  /** Requests of one key in flight at once: its share of the pool (bottleneck's maxConcurrent). */
+  readonly perKey?: number;
   /** Requests one client may have waiting for its turn to plan, per key (default 100). */
   readonly maxQueuedPerClient?: number;
   /** Longest Retry-After or X-RateLimit-Reset believed (PETSTORE_MAX_RETRY_AFTER). */
   readonly maxRetryAfterMs: number;
+  /** The longest a request may wait and then run: idle key limiters outlive it (default 60 s). */
+  readonly maxRequestMs?: number;
   readonly now?: () => number;
   /** Keys whose quota is remembered for `extensions.rateLimit` (default 10,000). */
   readonly maxKeys?: number;
@@ -67,30 +86,47 @@ export interface LimiterOptions {
 export type LimiterEvent =
   | { readonly type: 'throttled'; readonly waitMs: number }
   | { readonly type: 'heldBack' }
-  | { readonly type: 'rejected'; readonly reason: 'budget' | 'queue' }
+  | { readonly type: 'rejected'; readonly reason: 'budget' | 'queue' | 'share' }
   | { readonly type: 'upstream429'; readonly pauseMs: number }
   | { readonly type: 'sentDuringPause' }
-  | { readonly type: 'clamped'; readonly keyId: string; readonly header: 'retry-after' | 'x-ratelimit-reset' };
+  | { readonly type: 'clamped'; readonly keyId: string; readonly header: 'retry-after' | 'x-ratelimit-reset' }
+  | { readonly type: 'bottleneckError'; readonly error: unknown };
 
-/** How often a request blocked by the upstream's gate asks again (another replica's answer may open it). */
-const GATE_POLL_MS = 100;
+/**
+ * How often a request waiting for another replica's answer asks the shared store again (answers
+ * of this process wake it at once). Grows to 800 ms while it waits.
+ */
+const SHARED_POLL_MS = 100;
+const SHARED_POLL_MAX_MS = 800;
+/** The pause after a 429 whose Retry-After is absent, unreadable, 0 or past: 1 s, doubling per 429 in a row. */
+const BACKOFF_MS = 1_000;
+const BACKOFF_MAX_MS = 60_000;
+
+/** What a job of the key's limiter came to. */
+type Sent =
+  | { readonly kind: 'answered'; readonly response: UpstreamResponse; readonly pauseMs?: number }
+  | { readonly kind: 'paused'; readonly until: number };
 
 export function createLimiter(options: LimiterOptions): Limiter {
   const now = options.now ?? Date.now;
   const maxRetries = options.maxRetries ?? 3;
+  const throttled = options.windows.length > 0;
   // Per-key memos; client keys are unbounded, so the oldest entry goes past this.
   const memoSize = options.maxKeys ?? 10_000;
   const quotas = new Map<string, Quota>();
   const warned = new Set<string>();
   /** The latest pause this process recorded per key: a send while one is in force is counted (it must never happen). */
   const localPauses = new Map<string, number>();
-
+  /** 429s in a row per key: the backoff doubles with each, and a success ends the run. */
+  const strikes = new Map<string, number>();
   /** When each request of a key now in flight upstream (from this process) was sent. */
   const sending = new Map<string, Set<{ readonly at: number }>>();
   /** When the upstream last answered a request of the key (from this process). */
   const lastAnswer = new Map<string, number>();
   /** The first window's log as the key's latest reservation left it: what `describe` tells. */
   const usage = new Map<string, { readonly used: number; readonly freeAt: number; readonly at: number }>();
+  /** Requests waiting on a key's state to change (an answer, a release, a pause) in this process. */
+  const watchers = new Map<string, Set<() => void>>();
   /** Requests waiting for their turn, budget or a slot: a number read at scrape time, not an event per request. */
   let waiting = 0;
   /** Turns to plan: one request of a key at a time, round-robin across its clients. */
@@ -100,26 +136,79 @@ export function createLimiter(options: LimiterOptions): Limiter {
     maxQueuedPerClient: options.maxQueuedPerClient ?? 100,
     now,
   });
+  const smallest = options.windows[0];
+  const shares: ClientShares | undefined =
+    smallest === undefined ? undefined : createClientShares({ window: smallest, maxKeys: memoSize });
+  const keyLimiters: KeyLimiters | undefined = throttled
+    ? createKeyLimiters({
+        maxConcurrent: options.perKey ?? 16,
+        idleMs: Math.max(60_000, options.maxRequestMs ?? 0) + 5_000,
+        now,
+        onError: (error) => options.onEvent?.({ type: 'bottleneckError', error }),
+      })
+    : undefined;
+  /** With throttling off, the slots bound each key's connections (bottleneck's concurrency does otherwise). */
+  const perKeySlots = throttled
+    ? undefined
+    : createSlots({
+        total: Number.POSITIVE_INFINITY,
+        perKey: options.perKey ?? 16,
+        maxQueuedPerClient: 1_000_000,
+        now,
+      });
+
+  function remember<V>(map: Map<string, V>, keyId: string, value: V): void {
+    if (map.size >= memoSize && !map.has(keyId)) map.delete(map.keys().next().value as string);
+    map.set(keyId, value);
+  }
+
+  /** Wakes the requests waiting on the key. */
+  function changed(keyId: string): void {
+    const listeners = watchers.get(keyId);
+    if (listeners === undefined) return;
+    watchers.delete(keyId);
+    for (const wake of listeners) wake();
+  }
+
+  /** Resolves when the key's state changes in this process or after `ms`; rejects when the client leaves. */
+  function nextChange(keyId: string, ms: number, signal: CancelSignal | undefined): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const stop = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        watchers.get(keyId)?.delete(wake);
+      };
+      const wake = () => {
+        stop();
+        resolve();
+      };
+      const onAbort = () => {
+        stop();
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(wake, ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      let listeners = watchers.get(keyId);
+      if (listeners === undefined) watchers.set(keyId, (listeners = new Set()));
+      listeners.add(wake);
+    });
+  }
 
   /** Waits for a reservation; returns its sequence number. */
-  async function reserve(call: UpstreamCall): Promise<number> {
-    // Past its operation's wait, a request may still go if it needs no wait (a later page of a walk).
-    // The first reservation asks at the very instant the deadline was read: a clock that ticked
-    // between two reads made "no wait" a millisecond's wait past the deadline, refused.
-    const waitingSince = now();
-    const deadline = Math.max(call.operation.waitUntil, waitingSince);
+  async function reserve(call: UpstreamCall, waitingSince: number, deadline: number): Promise<number> {
+    let poll = SHARED_POLL_MS;
     for (let asked = waitingSince; ; asked = now()) {
       const reservation = await options.store.reserve(call.keyId, options.windows, asked, deadline);
       const start = now();
       if (reservation.ok) {
-        if (usage.size >= memoSize && !usage.has(call.keyId)) usage.delete(usage.keys().next().value as string);
-        usage.set(call.keyId, { used: reservation.used, freeAt: reservation.freeAt, at: start });
+        remember(usage, call.keyId, { used: reservation.used, freeAt: reservation.freeAt, at: start });
         if (reservation.at <= start) return reservation.seq;
         options.onEvent?.({ type: 'throttled', waitMs: reservation.at - start });
         try {
           await sleep(reservation.at - start, call.signal);
         } catch (error) {
-          await options.store.release(call.keyId, reservation.seq);
+          await release(call.keyId, reservation.seq);
           throw error;
         }
         return reservation.seq;
@@ -147,15 +236,24 @@ export function createLimiter(options: LimiterOptions): Limiter {
           options.onEvent?.({ type: 'rejected', reason: 'budget' });
           throw rateLimited(Math.max(1, ((await options.store.pausedUntil(call.keyId)) - start) / 1000));
         }
-        await sleep(Math.min(GATE_POLL_MS, deadline - start), call.signal);
+        // The answer awaited is this process's own (it wakes us) or another replica's (asked again).
+        const inProcess = (sending.get(call.keyId)?.size ?? 0) > 0;
+        await nextChange(call.keyId, Math.min(inProcess ? deadline - start : poll, deadline - start), call.signal);
+        poll = Math.min(SHARED_POLL_MAX_MS, poll * 2);
         continue;
       }
       if (reservation.retryAt > deadline) {
         options.onEvent?.({ type: 'rejected', reason: 'budget' });
         throw rateLimited((reservation.retryAt - start) / 1000);
       }
-      await sleep(Math.min(GATE_POLL_MS, Math.max(1, reservation.retryAt - start)), call.signal);
+      // The time the budget frees a send is known: no need to ask before it.
+      await nextChange(call.keyId, Math.max(1, reservation.retryAt - start), call.signal);
     }
+  }
+
+  async function release(keyId: string, seq: number): Promise<void> {
+    await options.store.release(keyId, seq);
+    changed(keyId);
   }
 
   /** Told by the slots when a wait for a turn or a connection is refused (queue full or deadline). */
@@ -169,16 +267,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /** Records what the answer says of the key's budget, and remembers it for `extensions.rateLimit`. */
   async function observe(call: UpstreamCall, seq: number, response: UpstreamResponse): Promise<void> {
     const at = now();
-    if (lastAnswer.size >= memoSize && !lastAnswer.has(call.keyId)) {
-      lastAnswer.delete(lastAnswer.keys().next().value as string);
-    }
-    lastAnswer.set(call.keyId, at);
+    remember(lastAnswer, call.keyId, at);
     const headers = readRateHeaders(response, at, options.maxRetryAfterMs);
     if (headers.clamped) warnClamped(call.keyId, 'x-ratelimit-reset');
+    keyLimiters?.answered(call.keyId, headers.resetAt === 0 ? undefined : headers);
     const quota = await options.store.observe(call.keyId, { seq, ...headers }, at);
+    changed(call.keyId);
     if (quota.resetAt === 0) return;
-    if (quotas.size >= memoSize && !quotas.has(call.keyId)) quotas.delete(quotas.keys().next().value as string);
-    quotas.set(call.keyId, quota);
+    remember(quotas, call.keyId, quota);
   }
 
   function warnClamped(keyId: string, header: 'retry-after' | 'x-ratelimit-reset'): void {
@@ -189,78 +285,194 @@ export function createLimiter(options: LimiterOptions): Limiter {
     options.onEvent?.({ type: 'clamped', keyId, header });
   }
 
-  /** One send through budget, slot and pause check; a 429 pauses the key and tries again. */
-  async function run(call: UpstreamCall, next: (call: UpstreamCall) => Promise<UpstreamResponse>) {
-    for (let retry = 0; ; ) {
-      waiting++;
-      const waitingSince = call.trace === undefined ? 0 : performance.now();
-      let release: () => void;
-      let seq: number;
+  /**
+   * How long a 429 pauses the key: its Retry-After (RFC 9110 section 10.2.3) when that asks for a
+   * wait; when it is absent, unreadable, 0 or in the past (a skewed clock), an exponential backoff
+   * with jitter from 1 s (RFC 6585 section 4 asks the client to wait; the spec asks for backoff),
+   * counted per key, so every send of the key waits it out, not each request on its own.
+   */
+  function pauseAfter429(keyId: string, response: UpstreamResponse): number {
+    const retryAfter = readRetryAfter(response, now(), options.maxRetryAfterMs);
+    if (retryAfter?.clamped) warnClamped(keyId, 'retry-after');
+    const inARow = (strikes.get(keyId) ?? 0) + 1;
+    remember(strikes, keyId, inARow);
+    if (retryAfter !== undefined && retryAfter.ms >= BACKOFF_MS) return retryAfter.ms;
+    return Math.min(BACKOFF_MAX_MS, BACKOFF_MS * 2 ** (inARow - 1)) * (1 + Math.random() / 2);
+  }
+
+  /** The send itself, inside the key's job: a reservation, a connection slot, the pause check, the attempt. */
+  async function send(
+    call: UpstreamCall,
+    next: (call: UpstreamCall) => Promise<UpstreamResponse>,
+    waitingSince: number,
+    deadline: number,
+    endTurn: () => void,
+    waitEnded: () => void,
+  ): Promise<Sent> {
+    let seq: number;
+    try {
+      seq = await reserve(call, waitingSince, deadline);
+    } finally {
+      // The next client in turn plans now: planned requests never pile up ahead of a light client.
+      endTurn();
+    }
+    shares?.sent(call.keyId, call.operation.clientId, now());
+    let releaseSlots: () => void;
+    try {
+      const pool = await acquire(options.slots, call);
       try {
-        // The key's turn to plan is held until the planned time comes, so the next client in turn
-        // plans right after: planned requests never pile up ahead of a light client.
-        const endTurn = await acquire(turns, call);
+        const own = perKeySlots === undefined ? undefined : await acquire(perKeySlots, call);
+        releaseSlots = () => {
+          own?.();
+          pool();
+        };
+      } catch (error) {
+        pool();
+        throw error;
+      }
+    } catch (error) {
+      await release(call.keyId, seq);
+      throw error;
+    }
+    let response: UpstreamResponse;
+    try {
+      // Right before dispatch: a 429 seen meanwhile (here or by another replica) stops this send too.
+      const pausedUntil = await options.store.pausedUntil(call.keyId);
+      if (pausedUntil > now()) {
+        options.onEvent?.({ type: 'heldBack' });
+        keyLimiters?.pause(call.keyId, pausedUntil);
+        releaseSlots();
+        await release(call.keyId, seq);
+        return { kind: 'paused', until: pausedUntil };
+      }
+      if ((localPauses.get(call.keyId) ?? 0) > now()) options.onEvent?.({ type: 'sentDuringPause' });
+      waitEnded();
+      const sent = { at: now() };
+      const sends = sending.get(call.keyId) ?? new Set();
+      sending.set(call.keyId, sends.add(sent));
+      try {
+        response = await next(call);
+      } finally {
+        sends.delete(sent);
+        if (sends.size === 0) sending.delete(call.keyId);
+      }
+    } catch (error) {
+      releaseSlots();
+      await release(call.keyId, seq);
+      throw error;
+    }
+    releaseSlots();
+    await observe(call, seq, response);
+    if (response.status !== 429) {
+      strikes.delete(call.keyId);
+      return { kind: 'answered', response };
+    }
+    const pauseMs = pauseAfter429(call.keyId, response);
+    options.onEvent?.({ type: 'upstream429', pauseMs });
+    call.trace?.paused(pauseMs);
+    const until = now() + pauseMs;
+    remember(localPauses, call.keyId, Math.max(localPauses.get(call.keyId) ?? 0, until));
+    keyLimiters?.pause(call.keyId, until);
+    await options.store.pause(call.keyId, until, seq);
+    changed(call.keyId);
+    return { kind: 'answered', response, pauseMs };
+  }
+
+  /** One attempt: the key's turn, the client's share, the key's job (or, unthrottled, the send itself). */
+  async function attempt(call: UpstreamCall, next: (call: UpstreamCall) => Promise<UpstreamResponse>): Promise<Sent> {
+    waiting++;
+    const waitStarted = call.trace === undefined ? 0 : performance.now();
+    let waitReported = false;
+    // The time a request waited for its turn, budget and a connection goes on its span once.
+    const waitEnded = () => {
+      if (waitReported) return;
+      waitReported = true;
+      waiting--;
+      call.trace?.waited(performance.now() - waitStarted);
+    };
+    try {
+      for (;;) {
+        // Past its operation's wait, a request may still go if it needs no wait (a later page of a
+        // walk). The first reservation asks at the very instant the deadline was read: a clock that
+        // ticked between two reads made "no wait" a millisecond's wait past the deadline, refused.
+        const waitingSince = now();
+        const deadline = Math.max(call.operation.waitUntil, waitingSince);
+        const turn = await acquire(turns, call);
+        let turnHeld = true;
+        const endTurn = () => {
+          if (!turnHeld) return;
+          turnHeld = false;
+          turn();
+        };
         try {
-          seq = await reserve(call);
+          const own = shares?.nextFor(call.keyId, call.operation.clientId, waitingSince) ?? waitingSince;
+          if (own > waitingSince) {
+            // This client has had its share of the window while others wait for theirs.
+            endTurn();
+            if (own > deadline) {
+              options.onEvent?.({ type: 'rejected', reason: 'share' });
+              throw rateLimited((own - waitingSince) / 1000);
+            }
+            await sleep(own - waitingSince, call.signal);
+            continue;
+          }
+          if (keyLimiters === undefined) return await send(call, next, waitingSince, deadline, endTurn, waitEnded);
+          const blocked = keyLimiters.blockedUntil(call.keyId);
+          if (blocked > deadline) {
+            options.onEvent?.({ type: 'rejected', reason: 'budget' });
+            throw rateLimited((blocked - waitingSince) / 1000);
+          }
+          return await keyLimiters.schedule(
+            call.keyId,
+            () => send(call, next, waitingSince, deadline, endTurn, waitEnded),
+            // A request that needs no wait may take bottleneck's own few ticks past its deadline.
+            Math.max(deadline - now(), START_GRACE_MS),
+            call.signal,
+            () => {
+              refusedInQueue();
+              return rateLimited(Math.max(1, (keyLimiters.blockedUntil(call.keyId) - now()) / 1000));
+            },
+          );
         } finally {
           endTurn();
         }
-        try {
-          release = await acquire(options.slots, call);
-        } catch (error) {
-          await options.store.release(call.keyId, seq);
-          throw error;
-        }
-      } finally {
-        waiting--;
-        call.trace?.waited(performance.now() - waitingSince);
       }
+    } finally {
+      waitEnded();
+    }
+  }
 
-      let response: UpstreamResponse;
+  /** One send through turn, share, job, budget, slot and pause check; a 429 pauses the key and tries again. */
+  async function run(call: UpstreamCall, next: (call: UpstreamCall) => Promise<UpstreamResponse>) {
+    let current = call;
+    for (let retry = 0; ; ) {
+      let outcome: Sent;
       try {
-        // Right before dispatch: a 429 seen meanwhile (here or by another replica) stops this send too.
-        const pausedUntil = await options.store.pausedUntil(call.keyId);
-        if (pausedUntil > now()) {
-          options.onEvent?.({ type: 'heldBack' });
-          await options.store.release(call.keyId, seq);
-          release();
-          if (pausedUntil > call.operation.waitUntil) throw rateLimited((pausedUntil - now()) / 1000);
-          continue;
-        }
-        if ((localPauses.get(call.keyId) ?? 0) > now()) options.onEvent?.({ type: 'sentDuringPause' });
-        const sent = { at: now() };
-        const sends = sending.get(call.keyId) ?? new Set();
-        sending.set(call.keyId, sends.add(sent));
-        try {
-          // A try after a 429's pause gets a timeout of its own.
-          response = await next(retry === 0 ? call : { ...call, firstAttempt: {} });
-        } finally {
-          sends.delete(sent);
-          if (sends.size === 0) sending.delete(call.keyId);
-        }
+        outcome = await attempt(current, next);
       } catch (error) {
-        release();
-        await options.store.release(call.keyId, seq);
+        // A retry that never reached the upstream gives its request back to the operation.
+        if (current !== call && !current.dispatched) refund(call.operation);
         throw error;
+      } finally {
+        if (current !== call && current.dispatched) call.dispatched = true;
       }
-      release();
-      await observe(call, seq, response);
-      if (response.status !== 429) return response;
-
-      // RFC 6585 section 4 / RFC 9110 section 10.2.3; absent or unreadable: exponential backoff with jitter.
-      const retryAfter = readRetryAfter(response, now(), options.maxRetryAfterMs);
-      if (retryAfter?.clamped) warnClamped(call.keyId, 'retry-after');
-      const pauseMs = retryAfter?.ms ?? Math.min(60_000, 1_000 * 2 ** retry) * (1 + Math.random() / 2);
-      options.onEvent?.({ type: 'upstream429', pauseMs });
-      call.trace?.paused(pauseMs);
+      if (outcome.kind === 'paused') {
+        if (outcome.until > call.operation.waitUntil) throw rateLimited((outcome.until - now()) / 1000);
+        continue;
+      }
+      const { response, pauseMs } = outcome;
+      if (pauseMs === undefined) return response;
       const until = now() + pauseMs;
-      localPauses.set(call.keyId, Math.max(localPauses.get(call.keyId) ?? 0, until));
-      if (localPauses.size > memoSize) forgetPastPauses(localPauses, now());
-      await options.store.pause(call.keyId, until, seq);
       // A write the upstream refused with 429 was not processed (RFC 6585): it may be sent again.
-      if (retry >= maxRetries || until > call.operation.waitUntil) throw rateLimited(pauseMs / 1000);
+      // Each try is a request of its operation, drawn from its share like the first.
+      if (retry >= maxRetries || until > call.operation.waitUntil || !canCharge(call.operation)) {
+        throw rateLimited(pauseMs / 1000);
+      }
+      charge(call.operation);
       retry++;
       options.onEvent?.({ type: 'heldBack' });
+      // A try after a 429's pause gets a timeout of its own.
+      current = { ...call, firstAttempt: {}, dispatched: false };
     }
   }
 
@@ -303,13 +515,26 @@ export function createLimiter(options: LimiterOptions): Limiter {
         if (quota.resetAt > at && (lowest === undefined || quota.remaining < lowest)) lowest = quota.remaining;
       }
       forgetPastPauses(localPauses, at);
-      return { keys: options.store.size ?? quotas.size, paused: localPauses.size, lowestRemaining: lowest, waiting };
+      return {
+        keys: options.store.size ?? quotas.size,
+        paused: localPauses.size,
+        lowestRemaining: lowest,
+        waiting,
+        jobs: keyLimiters?.stats().jobs ?? 0,
+      };
     },
     async close() {
+      await keyLimiters?.close();
       await options.store.close();
     },
   };
 }
+
+/**
+ * How long bottleneck may take to start a job past its deadline: a job needs a few turns of the
+ * event loop to start, and a request that needs no wait (a later page of a walk) may still go.
+ */
+const START_GRACE_MS = 500;
 
 function forgetPastPauses(pauses: Map<string, number>, now: number): void {
   for (const [keyId, until] of pauses) if (until <= now) pauses.delete(keyId);
