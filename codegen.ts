@@ -30,6 +30,7 @@ const config: CodegenConfig = {
           Category: '../models.js#CategoryModel',
           PetConnection: '../models.js#PetConnectionModel',
           PetEdge: '../models.js#PetEdgeModel',
+          PageInfo: '../models.js#PageInfoModel',
           CreatePetPayload: '../models.js#CreatePetPayloadModel',
           RateLimit: '../models.js#RateLimitModel',
         },
