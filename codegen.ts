@@ -1,8 +1,11 @@
 /**
  * `npm run codegen` (`graphql-codegen --config codegen.ts`): everything generated from the schema,
- * committed, and checked fresh by test/unit/codegen.test.ts (`--check`): the gateway's resolver
- * types, with the REST wire models as the parent types (mappers), and federation on so
- * `__resolveReference` and `_FieldSet` are typed.
+ * committed, and checked fresh by test/unit/codegen.test.ts (`--check`).
+ *
+ * - the gateway's resolver types, with the REST wire models as the parent types (mappers), and
+ *   federation on so `__resolveReference` and `_FieldSet` are typed;
+ * - a typed client for the example operations of examples/client/ (the client preset), with the
+ *   persisted-documents manifest the gateway can serve as its trusted documents.
  *
  * `@graphql-codegen/cli` is held at 6.3: 7 pulls listr2 10 and @inquirer/prompts 8, which declare
  * Node ≥ 22 (EBADENGINE on Node 20); package.json's `overrides` keep 6.3's loaders on Node 20 lines.
@@ -35,6 +38,22 @@ const config: CodegenConfig = {
           RateLimit: '../models.js#RateLimitModel',
         },
         scalars: { ID: 'string' },
+      },
+    },
+    'examples/client/__generated__/': {
+      schema: SCHEMA,
+      documents: 'examples/client/operations/*.graphql',
+      preset: 'client',
+      presetConfig: {
+        // No fragments to mask; the operations select plain fields.
+        fragmentMasking: false,
+        persistedDocuments: { hashAlgorithm: 'sha256' },
+      },
+      config: {
+        useTypeImports: true,
+        scalars: { ID: 'string' },
+        // String unions: the client sends and compares 'AVAILABLE', no enum object to import.
+        enumsAsTypes: true,
       },
     },
   },
