@@ -1,60 +1,62 @@
 /**
- * `npm run codegen`: typed resolvers from the schema, with REST wire models as the parent types.
+ * `npm run codegen` (`graphql-codegen --config codegen.ts`): everything generated from the schema,
+ * committed, and checked fresh by test/unit/codegen.test.ts (`--check`).
  *
- * Runs the codegen plugins through `@graphql-codegen/core` rather than the CLI: the CLI (v7) pulls
- * in a loader and terminal stack that asks for Node 22.12 (13 EBADENGINE warnings on Node 20), for
- * one local schema file. The schema is sorted as the CLI sorts it, so the output is the same.
+ * - the gateway's resolver types, with the REST wire models as the parent types (mappers), and
+ *   federation on so `__resolveReference` and `_FieldSet` are typed;
+ * - a typed client for the example operations of examples/client/ (the client preset), with the
+ *   persisted-documents manifest the gateway can serve as its trusted documents.
+ *
+ * `@graphql-codegen/cli` is held at 6.3: 7 pulls listr2 10 and @inquirer/prompts 8, which declare
+ * Node ≥ 22 (EBADENGINE on Node 20); package.json's `overrides` keep 6.3's loaders on Node 20 lines.
  */
 
-import { readFile, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { codegen } from '@graphql-codegen/core';
-import * as typescript from '@graphql-codegen/typescript';
-import * as typescriptResolvers from '@graphql-codegen/typescript-resolvers';
-import { getDocumentNodeFromSchema } from '@graphql-tools/utils';
+import type { CodegenConfig } from '@graphql-codegen/cli';
 
-// The plugins are CommonJS and check `instanceof` against CommonJS graphql; under an ESM loader
-// (vitest) `import 'graphql'` is the ESM build, another realm. Build the schema with theirs.
-const { buildASTSchema, lexicographicSortSchema, parse } = createRequire(import.meta.url)(
-  'graphql',
-) as typeof import('graphql');
+const SCHEMA = 'schema/petstore.graphql';
 
-const SCHEMA = new URL('schema/petstore.graphql', import.meta.url);
-export const OUTPUT = 'src/gateway/graphql/__generated__/resolvers-types.ts';
-
-const config = {
-  federation: true,
-  useTypeImports: true,
-  contextType: '../context.js#GatewayContext',
-  mappers: {
-    Pet: '../models.js#PetModel',
-    Category: '../models.js#CategoryModel',
-    PetConnection: '../models.js#PetConnectionModel',
-    PetEdge: '../models.js#PetEdgeModel',
-    CreatePetPayload: '../models.js#CreatePetPayloadModel',
-    RateLimit: '../models.js#RateLimitModel',
+const config: CodegenConfig = {
+  overwrite: true,
+  // Relative imports in generated files get the `.js` suffix NodeNext resolution needs.
+  emitLegacyCommonJSImports: false,
+  generates: {
+    'src/gateway/graphql/__generated__/resolvers-types.ts': {
+      schema: SCHEMA,
+      plugins: ['typescript', 'typescript-resolvers'],
+      config: {
+        federation: true,
+        useTypeImports: true,
+        // Paths relative to the generated file.
+        contextType: '../context.js#GatewayContext',
+        mappers: {
+          Pet: '../models.js#PetModel',
+          Category: '../models.js#CategoryModel',
+          PetConnection: '../models.js#PetConnectionModel',
+          PetEdge: '../models.js#PetEdgeModel',
+          PageInfo: '../models.js#PageInfoModel',
+          CreatePetPayload: '../models.js#CreatePetPayloadModel',
+          RateLimit: '../models.js#RateLimitModel',
+        },
+        scalars: { ID: 'string' },
+      },
+    },
+    'examples/client/__generated__/': {
+      schema: SCHEMA,
+      documents: 'examples/client/operations/*.graphql',
+      preset: 'client',
+      presetConfig: {
+        // No fragments to mask; the operations select plain fields.
+        fragmentMasking: false,
+        persistedDocuments: { hashAlgorithm: 'sha256' },
+      },
+      config: {
+        useTypeImports: true,
+        scalars: { ID: 'string' },
+        // String unions: the client sends and compares 'AVAILABLE', no enum object to import.
+        enumsAsTypes: true,
+      },
+    },
   },
-  scalars: { ID: 'string' },
 };
 
-/** The resolver types for the committed schema, as text. */
-export async function generateResolverTypes(): Promise<string> {
-  // Federation directives (@key, @link) are not defined in the file; the subgraph library adds them at run time.
-  const schema = lexicographicSortSchema(
-    buildASTSchema(parse(await readFile(SCHEMA, 'utf8')), { assumeValidSDL: true }),
-  );
-  return codegen({
-    filename: OUTPUT,
-    schema: getDocumentNodeFromSchema(schema),
-    schemaAst: schema,
-    documents: [],
-    config,
-    plugins: [{ typescript: {} }, { 'typescript-resolvers': {} }],
-    pluginMap: { typescript, 'typescript-resolvers': typescriptResolvers },
-  });
-}
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  await writeFile(new URL(OUTPUT, import.meta.url), await generateResolverTypes());
-  console.log(`codegen: wrote ${OUTPUT}`);
-}
+export default config;

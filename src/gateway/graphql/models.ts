@@ -29,7 +29,12 @@ export interface PetConnectionModel {
   /** Where the connection continues after `nodes[index]`. */
   position(index: number): CursorPosition;
   readonly hasNextPage: boolean;
+  /** True when the page starts after a cursor (`after` was given): paging is forward only. */
+  readonly hasPreviousPage: boolean;
 }
+
+/** A connection's PageInfo is the connection itself: its cursors are sealed only when asked for. */
+export type PageInfoModel = PetConnectionModel;
 
 export interface CreatePetPayloadModel {
   readonly pet: PetModel;

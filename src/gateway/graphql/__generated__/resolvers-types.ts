@@ -1,5 +1,5 @@
 import type { GraphQLResolveInfo } from 'graphql';
-import type { PetModel, CategoryModel, PetConnectionModel, PetEdgeModel, CreatePetPayloadModel, RateLimitModel } from '../models.js';
+import type { PetModel, CategoryModel, PetConnectionModel, PetEdgeModel, PageInfoModel, CreatePetPayloadModel, RateLimitModel } from '../models.js';
 import type { GatewayContext } from '../context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -44,10 +44,24 @@ export type MutationCreatePetArgs = {
   input: CreatePetInput;
 };
 
+/**
+ * Where a page of a connection starts and ends (Relay's PageInfo). Paging is forward only (`first` and
+ * `after`); `last` and `before` are not supported.
+ */
 export type PageInfo = {
   __typename?: 'PageInfo';
+  /** The last edge's cursor; null on an empty page. */
   endCursor?: Maybe<Scalars['String']['output']>;
+  /** True when more pets follow this page: pass `endCursor` as `after` to get them. */
   hasNextPage: Scalars['Boolean']['output'];
+  /**
+   * True when the page starts after a cursor (`after` was given), false otherwise. With forward paging
+   * only, this says whether `after` was given, as Relay's connection spec allows; it is not a count of
+   * earlier pets.
+   */
+  hasPreviousPage: Scalars['Boolean']['output'];
+  /** The first edge's cursor; null on an empty page. */
+  startCursor?: Maybe<Scalars['String']['output']>;
 };
 
 /** An animal in the pet store. */
@@ -228,7 +242,7 @@ export type ResolversTypes = {
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   CreatePetPayload: ResolverTypeWrapper<CreatePetPayloadModel>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
-  PageInfo: ResolverTypeWrapper<PageInfo>;
+  PageInfo: ResolverTypeWrapper<PageInfoModel>;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   Pet: ResolverTypeWrapper<PetModel>;
   PetConnection: ResolverTypeWrapper<PetConnectionModel>;
@@ -247,7 +261,7 @@ export type ResolversParentTypes = {
   String: Scalars['String']['output'];
   CreatePetPayload: CreatePetPayloadModel;
   Mutation: Record<PropertyKey, never>;
-  PageInfo: PageInfo;
+  PageInfo: PageInfoModel;
   Boolean: Scalars['Boolean']['output'];
   Pet: PetModel;
   PetConnection: PetConnectionModel;
@@ -272,6 +286,8 @@ export type MutationResolvers<ContextType = GatewayContext, ParentType extends R
 export type PageInfoResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
   endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  hasPreviousPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  startCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type PetResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['Pet'] = ResolversParentTypes['Pet'], FederationReferenceType extends FederationReferenceTypes['Pet'] = FederationReferenceTypes['Pet']> = {

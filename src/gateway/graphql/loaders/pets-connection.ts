@@ -49,7 +49,12 @@ export async function fetchPetConnection(
   let oldest: number | undefined;
   const done = (hasNextPage: boolean): PetConnectionModel => {
     noteStale(context, path, oldest);
-    return { nodes, hasNextPage, position: (index) => positionOf(segments, index, args.status) };
+    return {
+      nodes,
+      hasNextPage,
+      hasPreviousPage: args.after !== undefined,
+      position: (index) => positionOf(segments, index, args.status),
+    };
   };
   for (;;) {
     const count = nodes.length;

@@ -1,5 +1,6 @@
 import type { Resolvers } from '../__generated__/resolvers-types.js';
 import { Mutation } from './Mutation.js';
+import { PageInfo } from './PageInfo.js';
 import { Pet } from './Pet.js';
 import { PetConnection } from './PetConnection.js';
 import { PetEdge } from './PetEdge.js';
@@ -12,5 +13,6 @@ export const resolvers: Resolvers = {
   Pet,
   PetConnection,
   PetEdge,
+  PageInfo,
   RateLimit,
 };
