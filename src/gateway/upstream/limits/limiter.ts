@@ -189,8 +189,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       };
       const timer = setTimeout(wake, ms);
       signal?.addEventListener('abort', onAbort, { once: true });
-      let listeners = watchers.get(keyId);
-      if (listeners === undefined) watchers.set(keyId, (listeners = new Set()));
+      const listeners = watchers.get(keyId) ?? new Set();
+      watchers.set(keyId, listeners);
       listeners.add(wake);
     });
   }

@@ -37,7 +37,10 @@ function gatedJobs() {
       started.push(name);
       gates.push(() => resolve(name));
     });
-  return { started, job, releaseAll: () => gates.splice(0).forEach((release) => release()) };
+  const releaseAll = () => {
+    for (const release of gates.splice(0)) release();
+  };
+  return { started, job, releaseAll };
 }
 
 describe('key limiters (bottleneck)', () => {
