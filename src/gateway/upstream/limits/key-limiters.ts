@@ -19,12 +19,16 @@
  * upstream word, with Group's own idle timeout as the backstop, so memory stays bounded for any
  * number of keys.
  *
- * One change to bottleneck's behaviour, on our limiters only: its local datastore yields to the
- * event loop with `setTimeout(0)` three to four times per job, each at least 1 ms in Node, so a job
- * waited several milliseconds before it ran with nothing queued (docs/benchmarks.md). Its zero-delay
- * yield is made a `setImmediate`, which yields the same way without the timer's floor. Bottleneck
- * 2.19.5 is its last release (2019) and is pinned; test/unit/gateway/upstream/key-limiters.test.ts
- * fails if the internal this relies on moves.
+ * Two changes to bottleneck's behaviour, on our limiters only, where it cost most for nothing we
+ * use (docs/benchmarks.md has the numbers):
+ * - its local datastore yields to the event loop with `setTimeout(0)` three to four times per job,
+ *   each at least 1 ms in Node, so a lone job waited 5-7 ms before it ran: its zero-delay yield is a
+ *   `setImmediate`, which yields the same way without the timer's floor;
+ * - it triggers about ten events per job, each an async generator that first triggers a `debug`
+ *   event with a message built for it, listened to or not (a quarter of the 1.2 M instructions a
+ *   job took under callgrind): an event nobody listens to resolves at once.
+ * Bottleneck 2.19.5 is its last release (2019) and is pinned; test/unit/gateway/upstream/
+ * key-limiters.test.ts fails if an internal this relies on moves.
  */
 
 import { createRequire } from 'node:module';
@@ -110,6 +114,7 @@ export function createKeyLimiters(options: KeyLimitersOptions): KeyLimiters {
 
   group.on('created', (limiter: BottleneckType) => {
     fastYields(limiter);
+    quietEvents(limiter);
     limiter.on('error', (error: unknown) => options.onError?.(error));
     // A job that throws is `failed`; answering nothing means bottleneck does not retry it.
     limiter.on('failed', () => undefined);
@@ -282,6 +287,21 @@ export function createKeyLimiters(options: KeyLimitersOptions): KeyLimiters {
 /** `limiter.updateSettings`, which returns a promise (its typings say it returns the limiter). */
 function update(limiter: BottleneckType, settings: BottleneckType.ConstructorOptions): Promise<unknown> {
   return limiter.updateSettings(settings) as unknown as Promise<unknown>;
+}
+
+const SETTLED = Promise.resolve();
+
+/** An event of the limiter with no listener (debug, received, queued, executing, done…) costs nothing. */
+function quietEvents(limiter: BottleneckType): void {
+  const events = (limiter as unknown as { Events?: { _events?: unknown; trigger?: unknown } }).Events;
+  if (events === undefined || typeof events.trigger !== 'function' || typeof events._events !== 'object') {
+    throw new Error('bottleneck: its limiter has no Events.trigger (a version other than 2.19.5?)');
+  }
+  type Events = { _events: Record<string, unknown> };
+  const trigger = events.trigger as (this: Events, name: string, ...args: unknown[]) => Promise<unknown>;
+  events.trigger = function (this: Events, name: string, ...args: unknown[]) {
+    return this._events[name] === undefined ? SETTLED : trigger.call(this, name, ...args);
+  };
 }
 
 /**
