@@ -6,6 +6,8 @@
  * real timers, with windows of tens of milliseconds.
  */
 
+import { createRequire } from 'node:module';
+import type BottleneckType from 'bottleneck';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cancellation } from '../../../../src/gateway/shared/cancel.js';
 import { createKeyLimiters, type KeyLimiters } from '../../../../src/gateway/upstream/limits/key-limiters.js';
@@ -228,5 +230,32 @@ describe('key limiters (bottleneck)', () => {
     const keys = create(1);
     // createKeyLimiters throws on the first limiter if bottleneck's local datastore has no yieldLoop.
     await expect(keys.schedule('k', async () => 'ran', 1_000, undefined, deadline)).resolves.toBe('ran');
+  });
+});
+
+describe('bottleneck 2.19.5 itself', () => {
+  const Bottleneck: typeof BottleneckType = createRequire(import.meta.url)('bottleneck');
+
+  it("drops a Group's limiter idle past the Group's timeout (the backstop under our own dropping)", async () => {
+    const group = new Bottleneck.Group({ maxConcurrent: 1, timeout: 100 });
+    await group.key('a').schedule(async () => 'ran');
+    expect(group.keys()).toEqual(['a']);
+    await until(() => group.keys().length === 0);
+    expect(group.keys()).toEqual([]);
+  });
+
+  it('holds jobs while its reservoir is 0 and starts them when it is raised', async () => {
+    const limiter = new Bottleneck({ reservoir: 0 });
+    let ran = false;
+    const job = limiter.schedule(async () => {
+      ran = true;
+    });
+    await delay(50);
+    expect(ran).toBe(false);
+    await limiter.incrementReservoir(1);
+    await job;
+    expect(ran).toBe(true);
+    expect(await limiter.currentReservoir()).toBe(0);
+    await limiter.disconnect();
   });
 });
