@@ -431,6 +431,28 @@ describe.each([
     30_000,
   );
 
+  it('reads an X-RateLimit-Reset in epoch milliseconds as such: Remaining 0 holds the key until then, not the clamp', async () => {
+    const target = await start(`absurd-${prefix++}`);
+    const windowMs = 300;
+    let first = true;
+    upstream.reset();
+    upstream.behave((req, res, context) => {
+      if (!first) return catalogue(100)(req, res, context);
+      first = false;
+      const reset = String(Date.now() + windowMs);
+      answer(res, 200, '[]', { headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': reset } });
+    });
+    const lockedAt = Date.now();
+    expect((await query(target)).body.errors).toBeUndefined();
+    // The window ends within PETSTORE_MAX_WAIT (500 ms): the next query waits for it and is served.
+    // Read as seconds, the Reset was 50,000 years ahead, clamped to 2 s: RATE_LIMITED at once.
+    const next = await query(target);
+    expect(errorCodes(next)).toEqual([]);
+    expect(Date.now() - lockedAt).toBeGreaterThanOrEqual(windowMs - 50);
+    expect(upstream.requests).toHaveLength(2);
+    expect(upstream.requests[1]?.at).toBeGreaterThanOrEqual(lockedAt + windowMs - 50);
+  });
+
   it('reads X-RateLimit-Reset: 999999999 as a time in 2001, the past: no lock at all', async () => {
     const target = await start(`absurd-${prefix++}`);
     let first = true;

@@ -1,9 +1,9 @@
 /**
  * The upstream's rate-limit headers, trusted within bounds. `X-RateLimit-Limit/Remaining/Reset`
- * (the spec's names; Reset is a Unix time in seconds) and `Retry-After` (RFC 9110 section
- * 10.2.3, delay-seconds or an HTTP-date) come from a server we do not control: a value that would
- * lock a key for decades is clamped to `maxMs` from now, and a Reset in the past describes a window
- * that is over, so it says nothing about the one in force.
+ * (the spec's names; Reset is a Unix time in seconds, and read in the other units APIs send too)
+ * and `Retry-After` (RFC 9110 section 10.2.3, delay-seconds or an HTTP-date) come from a server we
+ * do not control: a value that would lock a key for decades is clamped to `maxMs` from now, and a
+ * Reset in the past describes a window that is over, so it says nothing about the one in force.
  */
 
 import { headerOf, type UpstreamResponse } from '../response.js';
@@ -26,13 +26,20 @@ const NOTHING: RateHeaders = { limit: 0, remaining: 0, resetAt: 0, clamped: fals
  * 10^8 s is three years: no window is that long, and no Unix time since 1973 is that small.
  */
 const DELTA_SECONDS_BELOW = 1e8;
+/**
+ * From this on, a Reset is read as a Unix time in milliseconds (some APIs send `Date.now()`). In
+ * seconds, 10^11 is the year 5138; in milliseconds, March 1973: no real Reset is ambiguous. Read
+ * as seconds, an epoch-ms Reset lies 50,000 years ahead, and the clamp held the key for all of
+ * PETSTORE_MAX_RETRY_AFTER (an hour) though the window ended seconds later.
+ */
+const EPOCH_MS_FROM = 1e11;
 
 export function readRateHeaders(response: UpstreamResponse, now: number, maxMs: number): RateHeaders {
   const limit = integer(headerOf(response, 'x-ratelimit-limit', 'first'));
   const remaining = integer(headerOf(response, 'x-ratelimit-remaining', 'first'));
   const reset = integer(headerOf(response, 'x-ratelimit-reset', 'first'));
   if (limit === undefined || limit < 1 || remaining === undefined || reset === undefined) return NOTHING;
-  const resetAt = reset < DELTA_SECONDS_BELOW ? now + reset * 1000 : reset * 1000;
+  const resetAt = reset < DELTA_SECONDS_BELOW ? now + reset * 1000 : reset < EPOCH_MS_FROM ? reset * 1000 : reset;
   if (resetAt <= now) return NOTHING;
   const clamped = resetAt > now + maxMs;
   return {

@@ -317,6 +317,9 @@ describe('rate headers within bounds', () => {
     ['seconds from now', '30', now + 30_000, false],
     ['a Unix time in 2286, clamped', '9999999999', now + 3_600_000, true],
     ['a Unix time in 2001: the past, nothing known', '999999999', 0, false],
+    ['a Unix time in milliseconds', String(now + 1_500), now + 1_500, false],
+    ['a Unix time in milliseconds, in the past: nothing known', String(now - 1_500), 0, false],
+    ['a Unix time in milliseconds in 2100, clamped', String(Date.UTC(2100, 0, 1)), now + 3_600_000, true],
   ])('reads a Reset that is %s', (_label, reset, resetAt, clamped) => {
     expect(readRateHeaders(quota(reset), now, 3_600_000)).toMatchObject({ resetAt, clamped });
   });
