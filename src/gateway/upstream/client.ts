@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import type { Logger } from '../observability/logger.js';
 import { keyIdOf } from '../shared/key-id.js';
-import { fromStatus, UpstreamError, type UpstreamErrorBody, unavailable } from './errors.js';
+import { fromStatus, UpstreamError, unavailable } from './errors.js';
 import { parseJson, toErrorBody, toPet, toPets } from './json.js';
 import { parseRetryAfter } from './limits/retry-after.js';
 import { isPetsPageUrl, nextLink } from './link.js';
@@ -16,7 +16,6 @@ import type { PetModel } from './models.js';
 import { createOperation, type Operation } from './operation.js';
 import { pipeline, type Route, type Send, type Stage, type UpstreamCall } from './pipeline.js';
 import { headerOf, type UpstreamResponse } from './response.js';
-import { scrubSecret } from './scrub.js';
 import type { ResponseSharing } from './sharing/sharing.js';
 import { BodyTooLargeError, createAttempt, NotSentError, type UpstreamObserver } from './stages/attempt.js';
 import { operationBudget } from './stages/operation-budget.js';
@@ -179,7 +178,7 @@ export function createRestClient(options: RestClientOptions): RestClient {
     const retryAfter = parseRetryAfter(headerOf(response, 'retry-after', 'first'), Date.now());
     throw fromStatus(
       response.status,
-      withoutKey(toErrorBody(response.body), key),
+      toErrorBody(response.body, key),
       retryAfter === undefined ? 1 : retryAfter / 1000,
     );
   }
@@ -271,15 +270,6 @@ export function createRestClient(options: RestClientOptions): RestClient {
 
 function isWriteMethod(call: UpstreamCall): 'GET' | 'POST' {
   return call.body === undefined ? 'GET' : 'POST';
-}
-
-/**
- * The Error body with the API key cut out of its text: an upstream that echoes the Authorization
- * header in a message would otherwise hand the configured key to any client (`extensions.upstream`).
- */
-function withoutKey(body: UpstreamErrorBody | undefined, key: string): UpstreamErrorBody | undefined {
-  if (body === undefined) return body;
-  return { ...body, code: scrubSecret(body.code, key), message: scrubSecret(body.message, key) };
 }
 
 /** A reason without URLs or credentials, fit for a client. */

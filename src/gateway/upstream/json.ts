@@ -8,6 +8,7 @@ import { isLosslessNumber, parse } from 'lossless-json';
 import { parseInt64 } from '../../int64.js';
 import type { UpstreamErrorBody } from './errors.js';
 import type { PetModel } from './models.js';
+import { scrubSecret } from './scrub.js';
 
 /**
  * Bodies the native parser cannot read exactly: a digit run of 16 or more (an integer past 15
@@ -59,8 +60,24 @@ export function toPets(value: unknown): PetModel[] | undefined {
   return pets;
 }
 
-/** The spec's Error body, when a body is one. */
-export function toErrorBody(text: string): UpstreamErrorBody | undefined {
+/**
+ * Longest body read as an Error body. The spec's is `{ code, message, status }`, a few hundred
+ * bytes; a larger one is not parsed at all (the error is reported without it), so an upstream
+ * cannot make each refusal cost a parse, a scrub and copies of megabytes.
+ */
+export const MAX_ERROR_BODY = 64 * 1024;
+/** Longest `code` and `message` a client sees: the spec's codes are one short word. */
+export const MAX_ERROR_CODE = 100;
+export const MAX_ERROR_MESSAGE = 500;
+
+/**
+ * The spec's Error body, when a body is one, with `secret` (the API key the request carried) cut
+ * out of its text. Each string is scrubbed whole and only then cut to length (DESIGN.md section 3):
+ * cut first, a key that began near the end would be left whole enough to find but short enough to
+ * pass; scrubbed first, what the cut may split is a `[redacted]` mark, never a key.
+ */
+export function toErrorBody(text: string, secret: string): UpstreamErrorBody | undefined {
+  if (text.length > MAX_ERROR_BODY) return undefined;
   let value: unknown;
   try {
     value = parseJson(text);
@@ -71,5 +88,18 @@ export function toErrorBody(text: string): UpstreamErrorBody | undefined {
   const { code, message, status } = value as Record<string, unknown>;
   const statusNumber = isLosslessNumber(status) ? Number(status.value) : status;
   if (typeof code !== 'string' || typeof message !== 'string' || typeof statusNumber !== 'number') return undefined;
-  return { code, message: message.slice(0, 500), status: statusNumber };
+  return {
+    code: cut(scrubSecret(code, secret), MAX_ERROR_CODE),
+    message: cut(scrubSecret(message, secret), MAX_ERROR_MESSAGE),
+    status: statusNumber,
+  };
+}
+
+/** `text` in at most `max` UTF-16 units, ending in `…` when cut, never in half a surrogate pair. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max - 1;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}…`;
 }

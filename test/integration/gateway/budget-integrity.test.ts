@@ -283,6 +283,36 @@ describe.each(['0s', '20s'])('against a hostile upstream (PETSTORE_CACHE_TTL=%s)
     });
   });
 
+  describe('a long error body', () => {
+    // A 31-character key echoed after 470 characters: cut to 500 before it was scrubbed, the client got 30 of its 31.
+    const key = 'sk_live_0123456789abcdefABCDEF9';
+
+    it('reaches the client with no piece of a key that was echoed across the cut', async () => {
+      upstream.behave((_req, res) => {
+        const message = `${'x'.repeat(470)}${key} was refused and logged`;
+        answer(res, 400, JSON.stringify({ code: `${'c'.repeat(80)}${key}`, message, status: 400 }));
+      });
+      const response = await gateway.query('{ pets(first: 1) { nodes { id } } }', { key });
+      expect(errorCodes(response)).toEqual(['BAD_USER_INPUT']);
+      const text = JSON.stringify(response.body);
+      for (let i = 0; i + 6 <= key.length; i++) expect(text).not.toContain(key.slice(i, i + 6));
+      expect(response.body.errors?.[0]?.extensions?.upstream).toEqual({
+        code: `${'c'.repeat(80)}[redacted]`,
+        message: `${'x'.repeat(470)}[redacted] was refused and lo…`,
+        status: 400,
+      });
+    });
+
+    it('of 7 MB is not passed on: the answer stays small', async () => {
+      upstream.behave((_req, res) => {
+        answer(res, 400, JSON.stringify({ code: 'c'.repeat(7_000_000), message: 'no', status: 400 }));
+      });
+      const response = await gateway.query('{ pets(first: 1) { nodes { id } } }');
+      expect(errorCodes(response)).toEqual(['BAD_USER_INPUT']);
+      expect(JSON.stringify(response.body).length).toBeLessThan(2_000);
+    });
+  });
+
   describe('a client that disconnects in the middle of a scan', () => {
     it('makes the gateway start no upstream request after it left', async () => {
       upstream.behave((_req, res, { after, limit }) => {

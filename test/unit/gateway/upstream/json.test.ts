@@ -152,17 +152,47 @@ describe('toPets', () => {
 });
 
 describe('toErrorBody', () => {
+  const KEY = 'sk_live_0123456789abcdefABCDEF9';
+
   it('reads the spec Error body', () => {
-    expect(toErrorBody('{"code":"invalid_request","message":"limit must be 1..100","status":400}')).toEqual({
+    expect(toErrorBody('{"code":"invalid_request","message":"limit must be 1..100","status":400}', KEY)).toEqual({
       code: 'invalid_request',
       message: 'limit must be 1..100',
       status: 400,
     });
   });
 
-  it('drops extra fields and cuts a long message to 500 characters', () => {
-    const body = toErrorBody(JSON.stringify({ code: 'x', message: 'm'.repeat(600), status: 503, trace: 'at …' }));
-    expect(body).toEqual({ code: 'x', message: 'm'.repeat(500), status: 503 });
+  it('drops extra fields and cuts a long message to 500 characters, marked as cut', () => {
+    const body = toErrorBody(JSON.stringify({ code: 'x', message: 'm'.repeat(600), status: 503, trace: 'at …' }), KEY);
+    expect(body).toEqual({ code: 'x', message: `${'m'.repeat(499)}…`, status: 503 });
+  });
+
+  it('cuts a long code to 100 characters', () => {
+    const body = toErrorBody(JSON.stringify({ code: 'c'.repeat(5_000), message: 'm', status: 400 }), KEY);
+    expect(body?.code).toBe(`${'c'.repeat(99)}…`);
+  });
+
+  it('never ends a cut in half a surrogate pair', () => {
+    const body = toErrorBody(JSON.stringify({ code: 'x', message: `${'m'.repeat(498)}🐈🐈`, status: 400 }), KEY);
+    expect(body?.message).toBe(`${'m'.repeat(498)}…`);
+  });
+
+  // Cut before it was scrubbed, a key that began at 470 reached the client as its first 30 characters.
+  it.each([0, 440, 469, 470, 480, 495, 499, 520])(
+    'leaves no piece of a key that starts at %i of the message or the code',
+    (at) => {
+      const text = `${'x'.repeat(at)}${KEY} and more`;
+      const body = toErrorBody(JSON.stringify({ code: text, message: text, status: 400 }), KEY);
+      for (const field of [body?.code ?? '', body?.message ?? '']) {
+        for (let i = 0; i + 6 <= KEY.length; i++) expect(field).not.toContain(KEY.slice(i, i + 6));
+      }
+      expect(body?.message.length).toBeLessThanOrEqual(500);
+    },
+  );
+
+  it('does not parse a body longer than 64 KiB: the error goes on without it', () => {
+    const text = JSON.stringify({ code: 'x', message: 'm'.repeat(64 * 1024), status: 400 });
+    expect(toErrorBody(text, KEY)).toBeUndefined();
   });
 
   it.each([
@@ -173,6 +203,6 @@ describe('toErrorBody', () => {
     '{"code":"x","message":"m"}',
     '{"code":1,"message":"m","status":400}',
   ])('is undefined for the body %j', (text) => {
-    expect(toErrorBody(text)).toBeUndefined();
+    expect(toErrorBody(text, KEY)).toBeUndefined();
   });
 });
