@@ -5,7 +5,7 @@
 
 import { type ASTNode, GraphQLError } from 'graphql';
 import type { RestClient } from '../upstream/client.js';
-import { UpstreamError, type UpstreamErrorBody } from '../upstream/errors.js';
+import { type Outcome, UpstreamError, type UpstreamErrorBody } from '../upstream/errors.js';
 
 export type { UpstreamErrorBody };
 
@@ -63,8 +63,12 @@ export function badUserInput(message: string, upstream?: UpstreamErrorBody, http
   return new GatewayError(ErrorCode.BAD_USER_INPUT, message, upstream ? { upstream } : {}, httpStatus);
 }
 
-export function upstreamUnavailable(message: string): GatewayError {
-  return new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, message);
+/**
+ * `outcome`, for a write (createPet): `unknown` when the request reached the upstream and no
+ * usable answer came (the pet may exist: look it up before retrying), `not_sent` when it never left.
+ */
+export function upstreamUnavailable(message: string, outcome?: Outcome): GatewayError {
+  return new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, message, outcome === undefined ? {} : { outcome });
 }
 
 export function rateLimited(retryAfterSeconds: number, message?: string): GatewayError {
@@ -115,7 +119,7 @@ export function fromUpstream(error: UpstreamError): GatewayError {
     case 'BUDGET_EXCEEDED':
       return budgetExceeded(error.maxRequests ?? 0, { spent: error.spent ?? 0 });
     case 'UNAVAILABLE':
-      return upstreamUnavailable(error.message);
+      return upstreamUnavailable(error.message, error.outcome);
     case 'REFUSED':
       return fromRefusal(error.status ?? 400, error.body);
   }

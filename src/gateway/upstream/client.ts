@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import type { Logger } from '../observability/logger.js';
 import { keyIdOf } from '../shared/key-id.js';
-import { fromStatus, UpstreamError, unavailable } from './errors.js';
+import { fromStatus, UpstreamError, unavailable, withOutcome } from './errors.js';
 import { parseJson, toErrorBody, toPet, toPets } from './json.js';
 import { parseRetryAfter } from './limits/retry-after.js';
 import { isPetsPageUrl, nextLink } from './link.js';
@@ -17,7 +17,7 @@ import { createOperation, type Operation } from './operation.js';
 import { pipeline, type Route, type Send, type Stage, type UpstreamCall } from './pipeline.js';
 import { headerOf, type UpstreamResponse } from './response.js';
 import type { ResponseSharing } from './sharing/sharing.js';
-import { BodyTooLargeError, createAttempt, NotSentError, type UpstreamObserver } from './stages/attempt.js';
+import { BodyTooLargeError, createAttempt, NotSentError, type UpstreamObserver, wasWritten } from './stages/attempt.js';
 import { operationBudget } from './stages/operation-budget.js';
 import { resendOnReset } from './stages/resend.js';
 
@@ -160,18 +160,26 @@ export function createRestClient(options: RestClientOptions): RestClient {
     }
   }
 
+  /**
+   * A failure as an UpstreamError; a write's says whether it may have had its effect (`outcome`).
+   * The stages throw UpstreamErrors only for requests they decided not to send (no budget, a silent
+   * upstream, a refused key): a write's is `not_sent`. Anything else failed in the attempt, which
+   * knows whether the request was written (`wasWritten`).
+   */
   function toUpstreamError(error: unknown, call: UpstreamCall): Error {
-    if (error instanceof UpstreamError) return error;
+    const write = call.body !== undefined;
+    if (error instanceof UpstreamError) return write ? withOutcome(error, 'not_sent') : error;
     const method = isWriteMethod(call);
+    const outcome = write ? (wasWritten(error) ? 'unknown' : 'not_sent') : undefined;
     // A GET whose client has gone was dropped or cancelled by us; a POST only if it was never sent.
-    if (call.signal?.aborted && (call.body === undefined || !call.dispatched)) {
+    if (call.signal?.aborted && (!write || outcome === 'not_sent')) {
       // Nobody waits for this answer. Not the upstream's fault, nothing to warn about.
       call.operation.logger.debug({ method, path: call.url.pathname }, 'upstream request dropped: the client left');
-      return unavailable('the request was cancelled: the client closed the connection');
+      return unavailable('the request was cancelled: the client closed the connection', outcome);
     }
     const reason = describeNetworkError(error);
-    call.operation.logger.warn({ method, path: call.url.pathname, reason }, 'upstream request failed');
-    return unavailable(`the Pet Store ${reason}`);
+    call.operation.logger.warn({ method, path: call.url.pathname, reason, outcome }, 'upstream request failed');
+    return unavailable(`the Pet Store ${reason}`, outcome);
   }
 
   function fail(response: UpstreamResponse, key: string): never {
@@ -242,8 +250,17 @@ export function createRestClient(options: RestClientOptions): RestClient {
           // Sent before its client left: finished all the same, and what became of it is on record.
           operation.logger.info({ status: response.status }, 'createPet answered after its client left');
         }
-        if (response.status !== 201 && response.status !== 200) fail(response, key);
-        return parseBody(response, toPet);
+        try {
+          if (response.status !== 201 && response.status !== 200) fail(response, key);
+          return parseBody(response, toPet);
+        } catch (error) {
+          // It was received and answered, but not with a created pet. A 5xx is an answer, yet not a
+          // statement that nothing was created: the spec says nothing of it, a gateway's 502/504
+          // may stand for a store that did create, a 500 may come after the insert. Nor is a
+          // success whose body cannot be read. So the pet may exist, as after a timeout. (A 4xx
+          // says the request itself was refused: a REFUSED error, no outcome.)
+          throw error instanceof UpstreamError ? withOutcome(error, 'unknown') : error;
+        }
       },
 
       async getPet(key, id) {

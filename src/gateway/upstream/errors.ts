@@ -22,8 +22,10 @@ export type UpstreamErrorCode =
   | 'REFUSED';
 
 /**
- * Whether a request that failed may have had its effect upstream: `unknown` when it reached the
- * upstream and no answer came (a POST may have created its pet), `not_sent` when it never left.
+ * Whether a write that failed may have had its effect upstream: `unknown` when it reached the
+ * upstream and no usable answer came (a timeout or a reset after it was written, a 5xx, a success
+ * whose body is unreadable: the pet may exist), `not_sent` when it never left the gateway (a
+ * connection refused, too little time left to wait for an answer, dropped while it waited).
  */
 export type Outcome = 'unknown' | 'not_sent';
 
@@ -79,6 +81,13 @@ export function rateLimited(retryAfterSeconds: number, message?: string): Upstre
 
 export function unavailable(message: string, outcome?: Outcome): UpstreamError {
   return new UpstreamError('UNAVAILABLE', message, outcome === undefined ? {} : { outcome });
+}
+
+/** `error` saying what became of its write; as it is when it says so already or is not UNAVAILABLE. */
+export function withOutcome(error: UpstreamError, outcome: Outcome): UpstreamError {
+  if (error.code !== 'UNAVAILABLE' || error.outcome !== undefined) return error;
+  const { retryAfterSeconds, status, body, maxRequests, spent } = error;
+  return new UpstreamError(error.code, error.message, { retryAfterSeconds, status, body, maxRequests, spent, outcome });
 }
 
 export function budgetSpent(maxRequests: number, spent: number): UpstreamError {

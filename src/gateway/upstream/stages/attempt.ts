@@ -41,6 +41,20 @@ export class BodyTooLargeError extends Error {
   readonly code = 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
 }
 
+/** Failures of writes whose request had been handed to a connected socket: see `wasWritten`. */
+const written = new WeakSet<object>();
+
+/**
+ * Whether a write failed after its request was handed to a connected socket: undici calls
+ * `onRequestStart` just before it writes the request there, and not at all for one refused a
+ * connection, timed out while connecting or waiting for one, or stopped before. From then on the
+ * upstream may have received and acted on it, whatever became of the answer: a POST's pet may exist.
+ * Kept beside the error (never on the call, which later stages copy) so each attempt answers for itself.
+ */
+export function wasWritten(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && written.has(error);
+}
+
 export function createAttempt(options: AttemptOptions): Send {
   const now = options.now ?? Date.now;
   return (call) => {
@@ -101,6 +115,7 @@ export function createAttempt(options: AttemptOptions): Send {
     };
     function fail(error: unknown): void {
       if (!finish()) return;
+      if (controller !== undefined && isWrite(call) && typeof error === 'object' && error !== null) written.add(error);
       if (headed === undefined) options.observer?.failure(call.route, (performance.now() - started) / 1000);
       reject(error);
     }
