@@ -6,6 +6,7 @@
  */
 
 import { afterEach, describe, expect, it } from 'vitest';
+import { demoCatalogue } from '../../../src/petstore/seed.js';
 import { errorCodes, type GqlResponse } from '../../helpers/gql.js';
 import { type Stack, type StackOptions, startStack, TEST_KEY } from '../../helpers/start-stack.js';
 
@@ -112,6 +113,77 @@ describe('one document sent again with other variables', () => {
     });
     expect(response.status).toBe(400);
     expect(target.count()).toBe(0);
+  });
+});
+
+describe('priced and dry-run as execution reads the operation', () => {
+  // What the estimate and the dry run read of an operation is what graphql-js will execute:
+  // variables' defaults, fragments, input coercion, @skip and @include.
+  const reps = (ids: readonly number[]) => ids.map((id) => `{ __typename: "Pet", id: "${id}" }`).join(', ');
+
+  it('runs a dry run asked by a variable that defaults to true, and sends nothing', async () => {
+    const target = await start({ env: { PETSTORE_RATE_LIMITS: '60/1m' } });
+    const query = 'query ($d: Boolean = true) { rateLimit(dryRun: $d) { cost } pets(first: 5) { nodes { id } } }';
+    const dry = await target.query(query);
+    expect(dry.body.data).toEqual({ rateLimit: { cost: 1 } });
+    expect(dry.body.extensions?.dryRun).toEqual({ notExecuted: ['pets'] });
+    expect(target.count()).toBe(0);
+    const wet = await target.query(query, { variables: { d: false } });
+    expect(wet.body.data).toEqual({ rateLimit: { cost: 1 }, pets: { nodes: expect.any(Array) } });
+    expect(target.count()).toBe(1);
+  });
+
+  it('does not dry-run a rateLimit field that @skip leaves out, nor price a pets field it leaves out', async () => {
+    const target = await start({ env: { PETSTORE_RATE_LIMITS: '60/1m' } });
+    const query =
+      'query ($s: Boolean = true) { rateLimit(dryRun: true) @skip(if: $s) { cost } a: pets(first: 1) { nodes { id } } b: pets(first: 2) @include(if: false) { nodes { id } } }';
+    const response = await target.query(query);
+    expect(response.body.extensions?.dryRun).toBeUndefined();
+    expect(response.body.data).toEqual({ a: { nodes: [] } });
+    expect(response.body.extensions?.cost).toEqual({ estimatedUpstreamRequests: 1, actualUpstreamRequests: 1 });
+  });
+
+  it('prices _entities representations given as a variable default inside a fragment, and refuses them over the share', async () => {
+    const target = await start({ env: { PET_LOOKUP: 'legacy', PETSTORE_RATE_LIMITS: '60/1m' } });
+    const query = (ids: number[]) =>
+      `query ($r: [_Any!]! = [${reps(ids)}]) { ...F } fragment F on Query { _entities(representations: $r) { ... on Pet { id } } }`;
+    const sixteen = Array.from({ length: 16 }, (_, i) => i + 1);
+    // Estimated 1 and sent 16 before: the default was not read, the share of 15 only enforced while running.
+    const refused = await target.query(query(sixteen));
+    expect(errorCodes(refused)).toEqual(['UPSTREAM_BUDGET_EXCEEDED']);
+    expect(refused.body.errors?.[0]?.extensions?.estimatedUpstreamRequests).toBe(16);
+    expect(target.count()).toBe(0);
+    const fifteen = await target.query(query(sixteen.slice(1)));
+    expect(fifteen.body.extensions?.cost).toEqual({ estimatedUpstreamRequests: 15, actualUpstreamRequests: 15 });
+  });
+
+  it('checks representations inside a fragment too: a type this subgraph does not resolve is BAD_USER_INPUT', async () => {
+    const target = await start();
+    const response = await target.query(
+      `{ ...F } fragment F on Query { _entities(representations: [${reps([1])}, { __typename: "Category", id: "2" }]) { ... on Pet { id } } }`,
+    );
+    expect(response.status).toBe(400);
+    expect(errorCodes(response)).toEqual(['BAD_USER_INPUT']);
+    expect(target.count()).toBe(0);
+  });
+
+  it('accepts a single representation written inline, which input coercion makes a list of one', async () => {
+    const target = await start({ store: { seed: demoCatalogue() }, env: { PET_LOOKUP: 'legacy' } });
+    const response = await target.query(`{ _entities(representations: ${reps([1])}) { ... on Pet { id } } }`);
+    expect(response.status).toBe(200);
+    expect(response.body.data).toEqual({ _entities: [{ id: '1' }] });
+    expect(response.body.extensions?.cost).toEqual({ estimatedUpstreamRequests: 1, actualUpstreamRequests: 1 });
+  });
+
+  it("prices the README's lookup of the demo pet with a big id, on the second page, as it costs (PET_LOOKUP=auto)", async () => {
+    const target = await start({ store: { seed: demoCatalogue() }, env: { PETSTORE_RATE_LIMITS: '60/1m' } });
+    const lookup = '{ rateLimit(dryRun: true) { cost } pet(id: "9007199254740993") { id name } }';
+    const priced = await target.query(lookup);
+    expect(priced.body.data).toEqual({ rateLimit: { cost: 1 } });
+    const run = await target.query(lookup.replace('(dryRun: true)', ''));
+    expect(run.body.data?.pet).toEqual({ id: '9007199254740993', name: 'Big Id' });
+    // Priced 1 and cost 2 before: a scan of unknown length was priced one page.
+    expect(run.body.extensions?.cost).toEqual({ estimatedUpstreamRequests: 1, actualUpstreamRequests: 1 });
   });
 });
 

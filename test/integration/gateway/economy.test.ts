@@ -164,8 +164,8 @@ describe('lookups that learn from list pages', () => {
       more = response.body.data?.pets.pageInfo.hasNextPage ?? false;
       after = response.body.data?.pets.pageInfo.endCursor ?? null;
     }
-    // One complete scan (a lookup of an absent id) teaches the gateway what is not there.
-    await gql(target.url, '{ pet(id: "999999") { id } }', { key: KEY_A });
+    // One complete scan (a lookup of absent ids; one alone would use getPet) teaches the gateway what is not there.
+    await gql(target.url, '{ a: pet(id: "999999") { id } b: pet(id: "999998") { id } }', { key: KEY_A });
     const before = records.length;
     const lookups = Array.from({ length: 100 }, (_, i) => `p${i}: pet(id: "${i * 2 + 1}") { id name }`).join(' ');
     const response = await gql(target.url, `{ ${lookups} }`, { key: KEY_A });

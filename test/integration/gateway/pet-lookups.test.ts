@@ -131,18 +131,20 @@ describe('PET_LOOKUP=legacy', () => {
 });
 
 describe('PET_LOOKUP=auto', () => {
-  it('with no full scan known, sends a first batch as one list page, not one getPet per id', async () => {
+  it('with no full scan known, looks one id up with getPet (a scan costs at least as much), and a batch of five with one list page', async () => {
     const target = await start('auto');
-    const single = await entities(target, ['42']);
-    expect(results(single)).toEqual([expected('42')]);
+    const single = await entities(target, [TWO_53_PLUS_1]);
+    expect(results(single)).toEqual([expected(TWO_53_PLUS_1)]);
+    // Priced as it cost: a scan for it would have read all three pages, priced one.
+    expect(single.body.extensions?.cost).toEqual({ estimatedUpstreamRequests: 1, actualUpstreamRequests: 1 });
     const five = await entities(target, ['1', '2', '3', '4', '5']);
     expect(results(five)).toEqual(['1', '2', '3', '4', '5'].map(expected));
-    expect(operations(target)).toEqual(['listPets', 'listPets']);
+    expect(operations(target)).toEqual(['getPet', 'listPets']);
   });
 
   it(`once a full scan of ${FULL_SCAN} pages is known, uses getPet for a batch of fewer ids, and scans for as many`, async () => {
     const target = await start('auto');
-    expect(results(await entities(target, [ABSENT]))).toEqual([null]);
+    expect(results(await entities(target, [ABSENT, '999998']))).toEqual([null, null]);
     expect(operations(target)).toEqual(Array(FULL_SCAN).fill('listPets'));
 
     target.requests.length = 0;

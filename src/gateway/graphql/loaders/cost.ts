@@ -6,14 +6,10 @@
  * `GET /pets/{petId}` once per id, never on or after its sunset.
  */
 
-import {
-  type FragmentDefinitionNode,
-  Kind,
-  type OperationDefinitionNode,
-  type SelectionSetNode,
-  type ValueNode,
-} from 'graphql';
 import type { OperationLimits, PetLookup, RateWindow } from '../../../config.js';
+
+/** What may be an int64 id (parseInt64's test): anything else is refused before any request. */
+const DECIMAL_INTEGER = /^-?[0-9]{1,19}$/;
 
 /** The deprecated endpoint's removal date (its Sunset header, RFC 8594): never called on or after it. */
 export const GET_PET_SUNSET = Date.UTC(2030, 11, 5);
@@ -38,7 +34,8 @@ export interface PlanOptions {
 }
 
 export function planLookup(ids: number, options: PlanOptions): LookupPlan {
-  // The pages of the last full scan, or one page when none is known yet.
+  // The pages of the last full scan, or one page when none is known yet: then a scan costs at least that.
+  const known = options.stats.fullScanPages !== undefined;
   const scan: LookupPlan = {
     strategy: 'list',
     cost: Math.max(1, Math.min(options.stats.fullScanPages ?? 1, options.maxRequests)),
@@ -46,7 +43,11 @@ export function planLookup(ids: number, options: PlanOptions): LookupPlan {
   if (options.now >= GET_PET_SUNSET || options.strategy === 'list') return scan;
   const legacy: LookupPlan = { strategy: 'legacy', cost: ids };
   if (options.strategy === 'legacy') return legacy;
-  return legacy.cost < scan.cost ? legacy : scan;
+  // A tie goes to the scan when its length is known (both costs are then sure; it is the endpoint
+  // that is not deprecated), and to getPet when it is not: one page is only the least a scan of
+  // unknown length costs, and a dry run must not promise less than is spent (the demo's pet with
+  // a big id, on the second page, was priced 1 and cost 2).
+  return legacy.cost < scan.cost || (legacy.cost === scan.cost && !known) ? legacy : scan;
 }
 
 /** The most upstream requests one operation may be estimated to spend, or undefined when throttling is off. */
@@ -56,15 +57,52 @@ export function maxUpstreamRequests(limits: OperationLimits, windows: readonly R
   return Math.max(1, Math.floor(smallest * limits.maxBudgetShare));
 }
 
+/** A root field as execution will run it: its name, and its arguments where they are read (root-fields.ts). */
+export interface PricedField {
+  readonly name: string;
+  readonly args: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** What an operation's root fields will cost before the lookup plan: pages and creates, and the ids looked up. */
+export interface FieldCount {
+  readonly requests: number;
+  /** Distinct pet ids looked up (by `pet(id:)` and Pet representations of `_entities`), as the loader keys them. */
+  readonly lookupIds: ReadonlySet<string>;
+}
+
 /**
- * Upstream requests an operation will cost: one page per `pets` field (each alias runs on its
- * own, and asks its page for as many pets as it needs), one per `createPet`, and for all pet
- * lookups together (one batch per request) what `planLookup` says the loader will spend.
+ * One page per `pets` field (each response key runs on its own, and asks its page for as many pets
+ * as it needs), one request per `createPet`, and the distinct ids of every pet lookup: one loader
+ * batch serves them all. An id that is not an int64 is refused before any request, so not counted.
  */
+export function countRootFields(fields: Iterable<PricedField>): FieldCount {
+  let requests = 0;
+  const lookupIds = new Set<string>();
+  // The loader's key is the id's canonical int64 form; digits as written are kept here (no bigint on
+  // a path each request takes), so "07" and "7" count twice: an estimate over, never under.
+  const lookUp = (id: unknown) => {
+    const digits = typeof id === 'string' ? id.trim() : '';
+    if (DECIMAL_INTEGER.test(digits)) lookupIds.add(digits);
+  };
+  for (const field of fields) {
+    if (field.name === 'pets' || field.name === 'createPet') requests++;
+    else if (field.name === 'pet') lookUp(field.args?.id);
+    else if (field.name === '_entities') {
+      const representations = field.args?.representations;
+      if (!Array.isArray(representations)) continue;
+      for (const representation of representations) {
+        if ((representation as { __typename?: unknown } | null)?.__typename === 'Pet') {
+          lookUp((representation as { id?: unknown }).id);
+        }
+      }
+    }
+  }
+  return { requests, lookupIds };
+}
+
+/** Upstream requests an operation will cost: its fields' count, and for its lookups what `planLookup` says. */
 export function estimateUpstreamRequests(
-  operation: OperationDefinitionNode,
-  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
-  variables: Readonly<Record<string, unknown>>,
+  count: FieldCount,
   options: {
     readonly petLookup: PetLookup;
     readonly lookupStats: LookupStats;
@@ -72,64 +110,12 @@ export function estimateUpstreamRequests(
     readonly maxRequests: number;
   },
 ): number {
-  const { requests, lookupIds } = countRootFields(operation, fragments, variables);
-  if (lookupIds.size === 0) return requests;
-  const plan = planLookup(lookupIds.size, {
+  if (count.lookupIds.size === 0) return count.requests;
+  const plan = planLookup(count.lookupIds.size, {
     strategy: options.petLookup,
     stats: options.lookupStats,
     now: options.now(),
     maxRequests: options.maxRequests,
   });
-  return requests + plan.cost;
-}
-
-/**
- * The root fields' pages and creates (`requests`), and the pets they look up (`lookupIds`);
- * `lookups` says whether any root field looks pets up, whatever the variables hold.
- */
-export function countRootFields(
-  operation: OperationDefinitionNode,
-  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
-  variables: Readonly<Record<string, unknown>>,
-): { requests: number; lookupIds: Set<string>; lookups: boolean } {
-  let requests = 0;
-  let lookups = false;
-  const lookupIds = new Set<string>();
-  const seen = new Set<string>();
-  const visit = (selectionSet: SelectionSetNode, depth: number) => {
-    if (depth > 10) return; // fragments that spread each other are refused by validation anyway
-    for (const selection of selectionSet.selections) {
-      if (selection.kind === Kind.INLINE_FRAGMENT) visit(selection.selectionSet, depth + 1);
-      else if (selection.kind === Kind.FRAGMENT_SPREAD) {
-        const fragment = fragments.get(selection.name.value);
-        if (fragment) visit(fragment.selectionSet, depth + 1);
-      } else {
-        const responseKey = selection.alias?.value ?? selection.name.value;
-        if (seen.has(responseKey)) continue; // same key, merged into one field by GraphQL
-        seen.add(responseKey);
-        const name = selection.name.value;
-        if (name === 'pets' || name === 'createPet') requests++;
-        else if (name === 'pet') {
-          lookups = true;
-          lookupIds.add(responseKey);
-        } else if (name === '_entities') {
-          lookups = true;
-          const representations = selection.arguments?.find((argument) => argument.name.value === 'representations');
-          const count = representations ? listLength(representations.value, variables) : 0;
-          for (let i = 0; i < count; i++) lookupIds.add(`${responseKey}.${i}`);
-        }
-      }
-    }
-  };
-  visit(operation.selectionSet, 0);
-  return { requests, lookupIds, lookups };
-}
-
-function listLength(value: ValueNode, variables: Readonly<Record<string, unknown>>): number {
-  if (value.kind === Kind.LIST) return value.values.length;
-  if (value.kind === Kind.VARIABLE) {
-    const list = variables[value.name.value];
-    return Array.isArray(list) ? list.length : 1;
-  }
-  return 1;
+  return count.requests + plan.cost;
 }

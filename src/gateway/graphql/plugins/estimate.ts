@@ -6,13 +6,20 @@
  */
 
 import { HeaderMap } from '@apollo/server';
-import { type DocumentNode, type FragmentDefinitionNode, Kind, type OperationDefinitionNode } from 'graphql';
+import type { OperationDefinitionNode } from 'graphql';
 import type { OperationLimits, PetLookup, RateWindow } from '../../../config.js';
 import type { GatewayContext } from '../context.js';
 import { budgetExceeded } from '../errors.js';
-import { countRootFields, estimateUpstreamRequests, type LookupStats, maxUpstreamRequests } from '../loaders/cost.js';
-import { dryRunBody, isDryRun, mayDryRun } from './dry-run.js';
+import {
+  countRootFields,
+  estimateUpstreamRequests,
+  type FieldCount,
+  type LookupStats,
+  maxUpstreamRequests,
+} from '../loaders/cost.js';
+import { dryRunBody } from './dry-run.js';
 import type { RequestHooks } from './request-hooks.js';
+import { type RootFields, readRootFields } from './root-fields.js';
 
 export interface UpstreamEstimateOptions {
   readonly limits: OperationLimits;
@@ -22,77 +29,58 @@ export interface UpstreamEstimateOptions {
   readonly now: () => number;
 }
 
+/** What the estimate takes from a reading of the root fields: kept with it, so a fixed reading is priced once. */
+interface Priced extends FieldCount {
+  /** A root `rateLimit` field that execution would run asks `dryRun: true`. */
+  readonly dryRun: boolean;
+}
+
+const pricedReadings = new WeakMap<RootFields, Priced>();
+
+function priced(root: RootFields): Priced {
+  let found = root.fixed ? pricedReadings.get(root) : undefined;
+  if (found === undefined) {
+    const { requests, lookupIds } = countRootFields(root.fields);
+    const dryRun = root.fields.some((field) => field.name === 'rateLimit' && field.args?.dryRun === true);
+    found = { requests, lookupIds, dryRun };
+    if (root.fixed) pricedReadings.set(root, found);
+  }
+  return found;
+}
+
 /**
  * Estimates, before execution, the upstream requests an operation will cost (kept on the
  * operation for `extensions.cost` and `rateLimit.cost`), and refuses one over its share of the
  * key's budget. An operation that asks `rateLimit(dryRun: true)` is answered here with that field
- * alone: nothing else runs and nothing goes upstream, however much it would cost.
+ * alone: nothing else runs and nothing goes upstream, however much it would cost. Both read the
+ * root fields as execution will (root-fields.ts): variables' defaults, fragments, @skip/@include.
  */
 export function upstreamEstimate(options: UpstreamEstimateOptions): RequestHooks<GatewayContext> {
   const max = maxUpstreamRequests(options.limits, options.windows);
   const estimateOptions = { ...options, maxRequests: max ?? Number.POSITIVE_INFINITY };
   return {
-    didResolveOperation({ operation, document, request, contextValue }) {
+    didResolveOperation({ schema, operation, document, request, contextValue }) {
       if (operation === undefined) return;
-      const facts = factsOf(operation, document);
-      const variables = request.variables ?? {};
-      const estimate =
-        facts.estimate ?? estimateUpstreamRequests(operation, facts.fragments, variables, estimateOptions);
+      const root = readRootFields(schema, operation, document, request);
+      if (root === undefined) return;
+      const price = priced(root);
+      const estimate = estimateUpstreamRequests(price, estimateOptions);
       // No context when a metadata-only request needs no key; there is nothing to price then.
       if (contextValue?.operation) contextValue.operation.estimated = estimate;
-      if (max !== undefined && estimate > max && !dryRun(operation, facts, variables)) {
+      if (max !== undefined && estimate > max && !price.dryRun) {
         throw budgetExceeded(max, { estimated: estimate }, 400);
       }
     },
-    responseForOperation({ operation, document, request, contextValue }) {
+    responseForOperation({ schema, operation, document, request, contextValue }) {
       // Apollo Server asks even when operationName names no operation of the document (it answers
       // 400 after this), whatever its types say.
       if ((operation as OperationDefinitionNode | undefined) === undefined) return null;
-      const facts = factsOf(operation, document);
-      if (!dryRun(operation, facts, request.variables ?? {})) return null;
+      const root = readRootFields(schema, operation, document, request);
+      if (root === undefined || !priced(root).dryRun) return null;
       return {
         http: { status: undefined, headers: new HeaderMap() },
-        body: dryRunBody(operation, document, contextValue),
+        body: dryRunBody(root, contextValue),
       };
     },
   };
-}
-
-/**
- * What an operation's text alone decides, worked out once per parsed operation: Apollo Server keeps
- * parsed documents, so a repeated query brings the same operation node (and document) again.
- */
-interface OperationFacts {
-  readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
-  /** The estimate when the text alone decides it (no pet lookups), else undefined. */
-  readonly estimate: number | undefined;
-  /** Whether a root `rateLimit` field takes a `dryRun` argument (a variable's value decides then). */
-  readonly asksDryRun: boolean;
-}
-
-const factsByOperation = new WeakMap<OperationDefinitionNode, OperationFacts>();
-
-function factsOf(operation: OperationDefinitionNode, document: DocumentNode): OperationFacts {
-  let facts = factsByOperation.get(operation);
-  if (facts !== undefined) return facts;
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
-  const counted = countRootFields(operation, fragments, {});
-  facts = {
-    fragments,
-    estimate: counted.lookups ? undefined : counted.requests,
-    asksDryRun: mayDryRun(operation, fragments),
-  };
-  factsByOperation.set(operation, facts);
-  return facts;
-}
-
-function dryRun(
-  operation: OperationDefinitionNode,
-  facts: OperationFacts,
-  variables: Readonly<Record<string, unknown>>,
-): boolean {
-  return facts.asksDryRun && isDryRun(operation, facts.fragments, variables);
 }

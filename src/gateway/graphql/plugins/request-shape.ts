@@ -6,55 +6,37 @@
  */
 
 import type { BaseContext } from '@apollo/server';
-import { GraphQLError, Kind, type OperationDefinitionNode, type SelectionSetNode, valueFromASTUntyped } from 'graphql';
+import { GraphQLError } from 'graphql';
 import { badUserInput } from '../errors.js';
 import type { RequestHooks } from './request-hooks.js';
+import { type RootFields, readRootFields } from './root-fields.js';
 
 /** Entity types this subgraph resolves (Category is `resolvable: false`: another subgraph's). */
 const RESOLVABLE_ENTITIES = new Set(['Pet']);
 
 export function requestShape<TContext extends BaseContext>(): RequestHooks<TContext> {
   return {
-    didResolveOperation({ operation, request }) {
+    didResolveOperation({ schema, operation, document, request }) {
       if (operation === undefined) return;
       if (operation.operation === 'subscription') {
         throw new GraphQLError('subscriptions are not supported: this gateway serves queries and mutations over HTTP', {
           extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
         });
       }
-      const entities = entitiesArguments(operation);
-      if (entities.length === 0) return;
-      const variables = request.variables ?? {};
-      for (const argument of entities) checkRepresentations(valueFromASTUntyped(argument, variables));
+      const root = readRootFields(schema, operation, document, request);
+      if (root === undefined || checked.has(root)) return;
+      // As execution will see them: through fragments, with the variables' defaults, a single
+      // representation coerced to a list of one. One that cannot be coerced fails execution anyway.
+      for (const field of root.fields) {
+        if (field.name === '_entities' && field.args !== undefined) checkRepresentations(field.args.representations);
+      }
+      if (root.fixed) checked.add(root);
     },
   };
 }
 
-type ValueNode = Parameters<typeof valueFromASTUntyped>[0];
-
-/**
- * The `representations` arguments of every root `_entities` field of the operation, found once per
- * parsed operation: Apollo Server keeps parsed documents, so a repeated query brings the same node.
- */
-const entitiesOf = new WeakMap<OperationDefinitionNode, readonly ValueNode[]>();
-
-function entitiesArguments(operation: OperationDefinitionNode): readonly ValueNode[] {
-  let found = entitiesOf.get(operation);
-  if (found !== undefined) return found;
-  const values: ValueNode[] = [];
-  const visit = (selectionSet: SelectionSetNode) => {
-    for (const selection of selectionSet.selections) {
-      if (selection.kind === Kind.INLINE_FRAGMENT) visit(selection.selectionSet);
-      if (selection.kind !== Kind.FIELD || selection.name.value !== '_entities') continue;
-      const argument = selection.arguments?.find((each) => each.name.value === 'representations');
-      if (argument) values.push(argument.value);
-    }
-  };
-  visit(operation.selectionSet);
-  found = values;
-  entitiesOf.set(operation, found);
-  return found;
-}
+/** Readings whose representations passed: a fixed reading (no variables in it) is checked once. */
+const checked = new WeakSet<RootFields>();
 
 function checkRepresentations(value: unknown): void {
   if (!Array.isArray(value)) throw badUserInput('representations must be a list of objects', undefined, 400);

@@ -168,17 +168,17 @@ describe('pet loader (fake RestClient)', () => {
     expect(store.calls).toEqual(['list start', 'list start', 'list 100']);
   });
 
-  it('auto: with no full scan known, a batch of one id scans one page rather than call getPet', async () => {
+  it('auto: with no full scan known, calls getPet for one id (a scan costs at least one page) and scans for two', async () => {
     const store = fakeStore(250);
-    const { loader } = lookups(store, 'auto');
-    expect(await loader.load('9')).toEqual(pet(9));
-    expect(store.calls).toEqual(['list start']);
+    expect(await lookups(store, 'auto').loader.load('9')).toEqual(pet(9));
+    expect(await lookups(store, 'auto').loader.loadMany(['9', '10'])).toEqual([pet(9), pet(10)]);
+    expect(store.calls).toEqual(['get 9', 'list start']);
   });
 
   it('auto: once a full scan is known, uses getPet for a batch of fewer ids than its pages, and scans otherwise', async () => {
     const store = fakeStore(250);
     const stats: LookupStats = { fullScanPages: undefined };
-    expect(await lookups(store, 'auto', stats).loader.load('999')).toBeNull();
+    expect(await lookups(store, 'auto', stats).loader.loadMany(['998', '999'])).toEqual([null, null]);
     expect(stats.fullScanPages).toBe(3);
     expect(await lookups(store, 'auto', stats).loader.loadMany(['5', '6'])).toEqual([pet(5), pet(6)]);
     expect(await lookups(store, 'auto', stats).loader.loadMany(['5', '6', '7'])).toEqual([pet(5), pet(6), pet(7)]);
