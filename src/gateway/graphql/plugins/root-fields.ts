@@ -56,8 +56,6 @@ export interface RootFields {
   /** The coerced variables the fields were read with (for the selections below them). */
   readonly variables: ValueMap;
   readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>;
-  /** The variables could not be coerced: execution refuses the operation, and nothing here was read. */
-  readonly invalidVariables: boolean;
   /**
    * No variable can change this reading: it is the same object for every request of the operation,
    * so what is worked out from it may be kept with it (in a WeakMap: one entry per operation, where
@@ -104,9 +102,11 @@ export function readRootFields(
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {}, {
     maxErrors: 1,
   });
+  // Variables that cannot be coerced: execution refuses the operation before any field runs, so
+  // there is nothing to price, dry-run or check.
   const read =
     'errors' in coerced
-      ? { fields: [], variables: {}, fragments: facts.fragments, invalidVariables: true, fixed: false }
+      ? { fields: [], variables: {}, fragments: facts.fragments, fixed: false }
       : readWith(rootType, operation, facts.fragments, coerced.coerced, false);
   (request as { [READ]?: Kept })[READ] = { operation, read };
   return read;
@@ -190,7 +190,7 @@ function readWith(
     }
     fields.push({ name, responseKey, nodes, args });
   }
-  return { fields, variables, fragments, invalidVariables: false, fixed };
+  return { fields, variables, fragments, fixed };
 }
 
 /** `@skip(if:)` and `@include(if:)` as execution reads them (GraphQL spec section 3.13). */
