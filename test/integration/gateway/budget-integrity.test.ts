@@ -305,10 +305,10 @@ describe.each(['0s', '20s'])('against a hostile upstream (PETSTORE_CACHE_TTL=%s)
       });
     });
 
-    it('of 7 MB is not passed on: the answer stays small', async () => {
-      upstream.behave((_req, res) => {
-        answer(res, 400, JSON.stringify({ code: 'c'.repeat(7_000_000), message: 'no', status: 400 }));
-      });
+    it('of a megabyte is not passed on: the answer stays small', async () => {
+      // 7 MB went through whole before; one is enough to show it, and is read within PETSTORE_TIMEOUT on a busy machine.
+      const body = JSON.stringify({ code: 'c'.repeat(1_000_000), message: 'no', status: 400 });
+      upstream.behave((_req, res) => answer(res, 400, body));
       const response = await gateway.query('{ pets(first: 1) { nodes { id } } }');
       expect(errorCodes(response)).toEqual(['BAD_USER_INPUT']);
       expect(JSON.stringify(response.body).length).toBeLessThan(2_000);
