@@ -32,6 +32,11 @@ export interface Config {
   readonly cacheTtlMs: number;
   /** How old a key's answer may be served instead of RATE_LIMITED or UPSTREAM_UNAVAILABLE; 0 = never. */
   readonly staleTtlMs: number;
+  /**
+   * Bytes of upstream answers kept in process for the cache and stale answers; the pets lookups learn
+   * take a quarter as much again, refused keys an eighth. An answer over an eighth is never kept.
+   */
+  readonly cacheSizeBytes: number;
   /** Share identical upstream GETs in flight per key (default true; off only to measure what it saves). */
   readonly coalesce: boolean;
   readonly petLookup: PetLookup;
@@ -147,6 +152,7 @@ export function parseConfig(env: Env): Config {
     timeoutMs: duration(env, 'PETSTORE_TIMEOUT', '10s', 1),
     cacheTtlMs: duration(env, 'PETSTORE_CACHE_TTL', '0s'),
     staleTtlMs: duration(env, 'PETSTORE_STALE_TTL', '0s'),
+    cacheSizeBytes: size(env, 'PETSTORE_CACHE_SIZE', '32mb', MB, 1024 * MB),
     coalesce: parseBoolean(env, 'PETSTORE_COALESCE', true),
     petLookup: oneOf(env, 'PET_LOOKUP', ['auto', 'list', 'legacy'], 'auto'),
     maxRetryAfterMs: duration(env, 'PETSTORE_MAX_RETRY_AFTER', '1h', 1_000),
@@ -355,13 +361,18 @@ function fraction(env: Env, name: string, fallback: number): number {
   return parsed;
 }
 
-const SIZE_UNITS: Readonly<Record<string, number>> = { b: 1, kb: 1024, mb: 1024 * 1024 };
+const MB = 1024 * 1024;
+const SIZE_UNITS: Readonly<Record<string, number>> = { b: 1, kb: 1024, mb: MB };
 
-function size(env: Env, name: string, fallback: string): number {
+function size(env: Env, name: string, fallback: string, min = 1024, max = 64 * MB): number {
   const match = /^([0-9]{1,9})(b|kb|mb)$/i.exec(value(env, name) ?? fallback);
   const bytes = match ? Number(match[1]) * (SIZE_UNITS[(match[2] as string).toLowerCase()] as number) : Number.NaN;
-  if (!(bytes >= 1024 && bytes <= 64 * 1024 * 1024))
-    throw new ConfigError(`${name} must be a size such as 256kb or 1mb (1kb to 64mb)`);
+  if (!(bytes >= min && bytes <= max)) {
+    const named = (n: number) => (n >= MB ? `${n / MB}mb` : `${n / 1024}kb`);
+    throw new ConfigError(
+      `${name} must be a size in b, kb or mb such as ${fallback}, from ${named(min)} to ${named(max)}`,
+    );
+  }
   return bytes;
 }
 

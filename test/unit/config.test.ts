@@ -39,6 +39,7 @@ describe('parseConfig defaults', () => {
       timeoutMs: 10_000,
       cacheTtlMs: 0,
       staleTtlMs: 0,
+      cacheSizeBytes: 32 * 1024 * 1024,
       coalesce: true,
       petLookup: 'auto',
       maxRetryAfterMs: 3_600_000,
@@ -83,6 +84,9 @@ describe('parseConfig defaults', () => {
     ['MAX_BUDGET_SHARE', '0'],
     ['MAX_BODY_SIZE', '10'],
     ['MAX_BODY_SIZE', '1gb'],
+    ['PETSTORE_CACHE_SIZE', '512kb'],
+    ['PETSTORE_CACHE_SIZE', '2048mb'],
+    ['PETSTORE_CACHE_SIZE', '32'],
     ['ALLOW_BATCHED_REQUESTS', 'maybe'],
   ])('refuses %s=%s naming the variable', (name, raw) => {
     expect(() => parseConfig({ [name]: raw })).toThrow(new RegExp(`^${name} must`));

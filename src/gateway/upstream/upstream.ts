@@ -26,6 +26,7 @@ export type UpstreamConfig = Pick<
   | 'timeoutMs'
   | 'cacheTtlMs'
   | 'staleTtlMs'
+  | 'cacheSizeBytes'
   | 'coalesce'
   | 'maxRetryAfterMs'
   | 'keyIdleMs'
@@ -146,7 +147,11 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
     connections: config.upstreamConnections,
     logger,
     limiter: limiter.stage,
-    rejectedKeys: rejectedKeys({ maxKeys: config.maxKeys, onRemembered: () => metrics.refusedFromMemory.inc() }),
+    rejectedKeys: rejectedKeys({
+      maxKeys: config.maxKeys,
+      maxBytes: config.cacheSizeBytes / 8,
+      onRemembered: () => metrics.refusedFromMemory.inc(),
+    }),
     observer: upstreamObserver(metrics),
     now: deps.now,
     ...(sharing ? { sharing } : {}),
