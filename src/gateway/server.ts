@@ -72,6 +72,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     client: upstream.client,
     describeBudget: (keyId) => upstream.limiter.describe(keyId),
     agreedSecret: upstream.agreedSecret,
+    writeGeneration: (keyId) => upstream.writeGeneration(keyId),
     logger,
     metrics,
     now,

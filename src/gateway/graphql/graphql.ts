@@ -20,6 +20,7 @@ import type { OperationTrace } from '../observability/tracing.js';
 import type { CancelSignal } from '../shared/cancel.js';
 import type { RestClient } from '../upstream/client.js';
 import type { BudgetView } from '../upstream/limits/limiter.js';
+import type { Generation } from '../upstream/response.js';
 import { createContext, type GatewayContext } from './context.js';
 import { shareEmptyArguments } from './field-arguments.js';
 import { formatError } from './format-error.js';
@@ -49,6 +50,7 @@ export type GraphQLConfig = Pick<
   | 'timeoutMs'
   | 'cacheTtlMs'
   | 'staleTtlMs'
+  | 'cacheSizeBytes'
   | 'petLookup'
   | 'maxKeys'
   | 'cursorSecret'
@@ -66,6 +68,8 @@ export interface GraphQLDeps {
   readonly describeBudget: (keyId: string) => BudgetView | undefined;
   /** The secret cursors are sealed with when none is configured (agreed on through Redis). */
   readonly agreedSecret: string | undefined;
+  /** A key's write generation now (by digest), shared by the replicas on one Redis: what lookups learned holds under it only. */
+  readonly writeGeneration: (keyId: string) => Promise<Generation>;
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly now: () => number;
@@ -149,9 +153,10 @@ export async function createGraphQL(config: GraphQLConfig, deps: GraphQLDeps): P
     ...(keepsAnswers
       ? {
           petMemory: {
-            pets: createPetMemory({ maxKeys: Math.min(config.maxKeys, 1_000) }),
+            pets: createPetMemory({ maxKeys: Math.min(config.maxKeys, 1_000), maxBytes: config.cacheSizeBytes / 4 }),
             freshMs: config.cacheTtlMs,
             staleMs: Math.max(config.cacheTtlMs, config.staleTtlMs),
+            generation: deps.writeGeneration,
           },
         }
       : {}),

@@ -15,7 +15,7 @@ import { isPetsPageUrl, nextLink } from './link.js';
 import type { PetModel } from './models.js';
 import { createOperation, type Operation } from './operation.js';
 import { pipeline, type Route, type Send, type Stage, type UpstreamCall } from './pipeline.js';
-import { headerOf, type UpstreamResponse } from './response.js';
+import { type Generation, headerOf, type UpstreamResponse } from './response.js';
 import type { ResponseSharing } from './sharing/sharing.js';
 import { BodyTooLargeError, createAttempt, NotSentError, type UpstreamObserver, wasWritten } from './stages/attempt.js';
 import { operationBudget } from './stages/operation-budget.js';
@@ -37,6 +37,8 @@ export interface PetPage {
   readonly nextRefused?: true;
   /** Set when the page is an earlier answer served because the upstream could not be asked: its age. */
   readonly staleMs?: number;
+  /** With answers kept: the key's write generation the page was asked under (what is learned from it holds while it does). */
+  readonly generation?: Generation | undefined;
 }
 
 /** A pet by id (null: none), and the age of the answer when it is an earlier one served stale. */
@@ -235,9 +237,10 @@ export function createRestClient(options: RestClientOptions): RestClient {
           operation.logger.warn({ target }, 'upstream linked its next page outside <base>/pets; not followed');
         }
         const stale = response.staleMs === undefined ? {} : { staleMs: response.staleMs };
+        const { generation } = response;
         return link !== undefined && next === undefined
-          ? { pets, next, nextRefused: true, ...stale }
-          : { pets, next, ...stale };
+          ? { pets, next, nextRefused: true, generation, ...stale }
+          : { pets, next, generation, ...stale };
       },
 
       async createPet(key, pet) {

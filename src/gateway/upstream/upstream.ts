@@ -14,6 +14,7 @@ import { type BudgetStore, MemoryBudgetStore } from './limits/budget.js';
 import { createLimiter, type Limiter } from './limits/limiter.js';
 import { createSlots } from './limits/slots.js';
 import { recordLimiterEvent, upstreamObserver } from './metrics.js';
+import type { Generation } from './response.js';
 import { memoryAnswers } from './sharing/answers.js';
 import { createResponseSharing } from './sharing/sharing.js';
 import { rejectedKeys } from './stages/rejected-keys.js';
@@ -54,6 +55,8 @@ export interface Upstream {
   readonly limiter: Limiter;
   /** A cursor secret the replicas agreed on through Redis, when they share one. */
   readonly agreedSecret: string | undefined;
+  /** A key's write generation now (sharing/answers.ts); 0 when no answers are kept. */
+  writeGeneration(keyId: string): Promise<Generation>;
   close(): Promise<void>;
 }
 
@@ -128,10 +131,15 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
               ? (await import('./sharing/answers-redis.js')).redisAnswers({
                   url: config.redisUrl,
                   ...prefix,
-                  fallback: memoryAnswers(10_000),
+                  fallback: memoryAnswers({ maxBytes: config.cacheSizeBytes }),
+                  maxBytes: config.cacheSizeBytes,
                   onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
+                  onFencedAll: () =>
+                    logger.error(
+                      'too many keys wrote while Redis was unreachable to replay each: every answer kept in Redis is dropped when it returns',
+                    ),
                 })
-              : memoryAnswers(10_000),
+              : memoryAnswers({ maxBytes: config.cacheSizeBytes }),
           onCoalesced: () => metrics.coalesced.inc(),
           onCacheHit: () => metrics.cacheHits.inc(),
           onStale: () => metrics.staleServed.inc(),
@@ -161,6 +169,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
     client,
     limiter,
     agreedSecret,
+    writeGeneration: (keyId) => sharing?.generation(keyId) ?? Promise.resolve(0),
     async close() {
       await client.close();
       await sharing?.close();

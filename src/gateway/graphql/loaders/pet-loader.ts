@@ -5,14 +5,15 @@
  * has read before, at an empty page that links on, at a link it will not follow, at the
  * operation's budget, or when the client leaves; an id it did not reach is an error that says why,
  * never `null` (which would claim the pet does not exist). With a pet memory (PETSTORE_CACHE_TTL,
- * PETSTORE_STALE_TTL), what the key's list pages showed moments ago answers first, and stands in
- * for a lookup that fails.
+ * PETSTORE_STALE_TTL), what the key's list pages showed moments ago answers first, and its pets stand
+ * in for a lookup that fails, while the key has not written since (pet-memory.ts).
  */
 
 import DataLoader from 'dataloader';
 import type { PetLookup } from '../../../config.js';
 import type { PetPage, RestClient } from '../../upstream/client.js';
 import { canCharge, type Operation } from '../../upstream/operation.js';
+import type { Generation } from '../../upstream/response.js';
 import { budgetExceeded, upstreamUnavailable } from '../errors.js';
 import type { PetModel } from '../models.js';
 import { type LookupStats, planLookup } from './cost.js';
@@ -33,12 +34,21 @@ export interface PetLoaderOptions {
   readonly stats: LookupStats;
   readonly now: () => number;
   /** What the key's list pages showed: served within `freshMs`, and within `staleMs` when a lookup fails. */
-  readonly memory?: { readonly pets: PetMemory; readonly freshMs: number; readonly staleMs: number } | undefined;
+  readonly memory?: LearnedPets | undefined;
   readonly maxBatchSize?: number;
   readonly onBatch?: (size: number) => void;
 }
 
 export type PetLoader = DataLoader<string, PetModel | null>;
+
+/** The pet memory, how old what it recalls may be, and how to read the key's write generation now. */
+export interface LearnedPets {
+  readonly pets: PetMemory;
+  readonly freshMs: number;
+  readonly staleMs: number;
+  /** The key's write generation now: the memory answers only for what it learned under it. */
+  generation(keyId: string): Promise<Generation>;
+}
 
 /** One request's lookups: the loader, and the client the request lists pets through. */
 export interface PetLookups {
@@ -94,7 +104,9 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
     listPets(pageKey, url) {
       const page = options.client.listPets(pageKey, url).then((result) => {
         listed.push(result);
-        if (result.staleMs === undefined) memory?.pets.remember(keyId, result.pets, options.now());
+        if (result.staleMs === undefined && result.generation !== undefined) {
+          memory?.pets.remember(keyId, result.pets, options.now(), result.generation);
+        }
         return result;
       });
       inFlight.add(page);
@@ -109,7 +121,11 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
     const wanted = new Set(ids);
     const read = new Set<string>();
     const startedAt = options.now();
-    let fresh = true;
+    // A page served stale (the upstream could not be asked) shows what was there, never what is not.
+    let stale = false;
+    // Pages asked under more than one generation straddle a write: no absence is learned from them.
+    let oneGeneration = true;
+    let generation: Generation | undefined;
     let page: URL | undefined = client.petsUrl({ limit: SCAN_PAGE_SIZE });
     let pages = 0;
     while (page !== undefined && wanted.size > 0) {
@@ -118,7 +134,9 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
       read.add(page.href);
       const result = await client.listPets(key, page);
       pages++;
-      fresh &&= result.staleMs === undefined;
+      stale ||= result.staleMs !== undefined;
+      oneGeneration &&= generation === undefined || result.generation === generation;
+      generation ??= result.generation;
       for (const pet of result.pets) wanted.delete(pet.id);
       if (result.pets.length === 0 && result.next !== undefined) {
         return upstreamUnavailable('the Pet Store linked on from an empty page');
@@ -131,9 +149,17 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
       if (page !== undefined) await new Promise((resolve) => setImmediate(resolve));
     }
     if (page === undefined) {
-      scannedToEnd = true;
       stats.fullScanPages = pages;
-      if (fresh) memory?.pets.rememberComplete(keyId, startedAt);
+      if (stale) {
+        // A stale null could not be marked stale, and would deny a pet created since.
+        return wanted.size === 0
+          ? undefined
+          : upstreamUnavailable(
+              'the Pet Store could not be asked, and earlier answers cannot tell that a pet does not exist',
+            );
+      }
+      scannedToEnd = true;
+      if (oneGeneration && generation !== undefined) memory?.pets.rememberComplete(keyId, startedAt, generation);
     }
     return undefined;
   }
@@ -149,13 +175,22 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
     return failures;
   }
 
-  /** Ids the memory answers within `maxAgeMs` (their pet, or null for one known absent). */
-  function recall(ids: readonly string[], maxAgeMs: number, stale: boolean): Map<string, PetModel | null> {
+  /**
+   * Ids the memory answers within `maxAgeMs` (their pet; or null for one known absent, unless the
+   * answer is to stand in for a failed lookup), while the key's generation is still the one it learned under.
+   */
+  async function recall(
+    ids: readonly string[],
+    maxAgeMs: number,
+    stale: boolean,
+  ): Promise<Map<string, PetModel | null>> {
     const known = new Map<string, PetModel | null>();
-    if (memory === undefined || maxAgeMs <= 0) return known;
+    if (memory === undefined || maxAgeMs <= 0 || ids.length === 0 || !memory.pets.holds(keyId)) return known;
+    // Read now, after this request began: a write the client saw answered has changed it already.
+    const generation = await memory.generation(keyId);
     const now = options.now();
     for (const id of ids) {
-      const recalled = memory.pets.recall(keyId, id, now, maxAgeMs);
+      const recalled = memory.pets.recall(keyId, id, now, maxAgeMs, generation, !stale);
       if (recalled === undefined) continue;
       known.set(id, recalled.pet);
       if (recalled.pet !== null) take([recalled.pet], stale ? now - recalled.at : undefined);
@@ -173,7 +208,7 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
       while (inFlight.size > 0) await Promise.allSettled(inFlight);
       absorb();
       const unseen = scannedToEnd ? [] : ids.filter((id) => !seen.has(id));
-      const learned = recall(unseen, memory?.freshMs ?? 0, false);
+      const learned = await recall(unseen, memory?.freshMs ?? 0, false);
       const missing = unseen.filter((id) => !learned.has(id));
       let failures = new Map<string, Error>();
       if (missing.length > 0) {
@@ -193,7 +228,7 @@ export function createPetLookups(options: PetLoaderOptions): PetLookups {
         }
       }
       // What failed for want of budget or of the upstream, what the key's pages showed recently stands in for.
-      const standIns = recall(
+      const standIns = await recall(
         [...failures].filter(([, error]) => STAND_IN_CODES.has(codeOf(error))).map(([id]) => id),
         memory?.staleMs ?? 0,
         true,

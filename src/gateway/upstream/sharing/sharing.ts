@@ -3,22 +3,26 @@
  * (across GraphQL requests, never across keys); a per-key cache serves repeats for
  * PETSTORE_CACHE_TTL; and when a GET fails for want of budget or of the upstream (RATE_LIMITED, a
  * timeout, a reset, a 5xx), the key's answer to the same request, if younger than
- * PETSTORE_STALE_TTL, is served instead and marked stale. A write for a key (createPet) drops that
- * key's cached, stale and in-flight GETs, so a read that starts after it never sees the world
- * before it. A shared GET is cancelled only when every operation waiting for it has gone.
+ * PETSTORE_STALE_TTL, is served instead and marked stale. A write for a key (createPet) gives the
+ * key a new write generation (answers.ts), which fences its cached and stale answers on every
+ * replica, and drops its in-flight GETs here; a GET in flight is joined only by a read of the same
+ * generation. So a read that starts after a write never sees the world before it. A shared GET is
+ * cancelled only when every operation waiting for it has gone.
  */
 
 import { Cancellation, type CancelSignal } from '../../shared/cancel.js';
 import { InFlight } from '../../shared/in-flight.js';
 import { UpstreamError } from '../errors.js';
 import { isWrite, type Stage, type UpstreamCall } from '../pipeline.js';
-import type { UpstreamResponse } from '../response.js';
+import type { Generation, UpstreamResponse } from '../response.js';
 import { type AnswerStore, memoryAnswers, type StoredAnswer } from './answers.js';
 
 export interface ResponseSharing {
   readonly stage: Stage;
   /** Forgets everything shared for a key (by digest), after a write. */
   invalidate(keyId: string): Promise<void>;
+  /** The key's write generation now (0 when no answers are kept): what is learned under another is out of date. */
+  generation(keyId: string): Promise<Generation>;
   close(): Promise<void>;
 }
 
@@ -29,7 +33,7 @@ export interface SharingOptions {
   readonly staleTtlMs?: number;
   /** Join identical GETs in flight (default true). */
   readonly coalesce?: boolean;
-  /** Where answers are kept (default: in process, 1,000 at most). */
+  /** Where answers are kept (default: in process, 32 MiB at most). */
   readonly answers?: AnswerStore;
   readonly now?: () => number;
   readonly onCoalesced?: () => void;
@@ -44,6 +48,8 @@ interface Shared {
   readonly controller: Cancellation;
   /** Operations still waiting for it; at 0 the request is cancelled. */
   waiting: number;
+  /** The key's generation when it was sent (undefined with nothing kept): a read of another does not join it. */
+  readonly generation: Generation | undefined;
 }
 
 export function createResponseSharing(options: SharingOptions): ResponseSharing {
@@ -102,7 +108,7 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     call: UpstreamCall,
     signal: CancelSignal,
     stored: StoredAnswer | undefined,
-    generation: number,
+    generation: Generation,
   ): Promise<UpstreamResponse> {
     const stale = stored !== undefined && now() - stored.at <= staleTtlMs ? stored : undefined;
     let response: UpstreamResponse;
@@ -112,10 +118,13 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
       if (stale !== undefined && standsIn({ error }, call)) return served(stale, call);
       throw error;
     }
-    if (response.status === 200 && keepMs > 0) {
+    if (response.status === 200) {
       // Kept whatever happens to the store: an answer not kept is only an answer not shared.
       answers.set(call.keyId, call.url.href, { response, at: now() }, keepMs, generation).catch(() => {});
-    } else if (stale !== undefined && standsIn({ response }, call)) {
+      // Its readers learn from it (the lookups' pet memory) under the generation it was asked under.
+      return { ...response, generation };
+    }
+    if (stale !== undefined && standsIn({ response }, call)) {
       return served(stale, call);
     }
     return response;
@@ -124,14 +133,11 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
   /** A GET: from the cache when it is on, else joined to the same GET in flight, else sent as one others may join. */
   function read(next: (call: UpstreamCall) => Promise<UpstreamResponse>, call: UpstreamCall) {
     // Not an async function on the common path: each async layer costs a promise and a tick per request.
-    return keepMs > 0 ? readKept(next, call) : share(next, call, undefined, 0);
+    return keepMs > 0 ? readKept(next, call) : share(next, call, undefined, undefined);
   }
 
   async function readKept(next: (call: UpstreamCall) => Promise<UpstreamResponse>, call: UpstreamCall) {
-    const [stored, generation] = await Promise.all([
-      answers.get(call.keyId, call.url.href),
-      answers.generation(call.keyId),
-    ]);
+    const { stored, generation } = await answers.read(call.keyId, call.url.href);
     if (stored !== undefined && now() - stored.at <= options.ttlMs) {
       options.onCacheHit?.();
       call.operation.span?.addEvent('answered from cache', { 'petstore.route': call.route });
@@ -144,11 +150,12 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     next: (call: UpstreamCall) => Promise<UpstreamResponse>,
     call: UpstreamCall,
     stored: StoredAnswer | undefined,
-    generation: number,
+    generation: Generation | undefined,
   ): Promise<UpstreamResponse> {
     const id = `${call.keyId} ${call.url.href}`;
     const joined = options.coalesce === false ? undefined : inFlight.get(id);
-    if (joined !== undefined) {
+    // Sent under another generation (before a write another replica made, or after one): not this read's answer.
+    if (joined !== undefined && joined.generation === generation) {
       options.onCoalesced?.();
       // The request and its span belong to the operation that sent it; this one only waits for its answer.
       call.operation.span?.addEvent('joined in-flight request', { 'petstore.route': call.route });
@@ -158,8 +165,12 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     const shared: Shared = {
       controller,
       waiting: 0,
+      generation,
       // With nothing kept, no earlier answer can stand in and none is to be stored: the upstream's is the answer.
-      response: keepMs > 0 ? fetch(next, call, controller, stored, generation) : next({ ...call, signal: controller }),
+      response:
+        generation === undefined
+          ? next({ ...call, signal: controller })
+          : fetch(next, call, controller, stored, generation),
     };
     inFlight.set(id, shared);
     const settle = () => {
@@ -188,6 +199,7 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
   return {
     stage: (next) => (call) => (isWrite(call) ? write(next, call) : read(next, call)),
     invalidate,
+    generation: (keyId) => (keepMs > 0 ? answers.generation(keyId) : Promise.resolve(0)),
     close: () => answers.close(),
   };
 }
