@@ -45,23 +45,6 @@ const GENERATION_TTL_MS = 86_400_000;
 /** How often pending writes are tried again while Redis does not answer. */
 const REPLAY_EVERY_MS = 500;
 
-/**
- * The key's generation (a new one set when it has none), and with a second key, the answer kept
- * there, in one round trip. Both keys share the key's hash tag, so one Redis Cluster slot.
- */
-const READ_SCRIPT = `
-local generation = redis.call('GET', KEYS[1])
-if not generation then
-  generation = ARGV[1]
-  redis.call('SET', KEYS[1], generation, 'PX', ARGV[2])
-end
-if #KEYS == 1 then return {generation} end
-return {generation, redis.call('GET', KEYS[2])}
-`;
-
-type ReadReply = [generation: string, stored?: string | null];
-type ScriptedRedis = Redis & { readAnswer(keys: number, ...args: (string | number)[]): Promise<ReadReply> };
-
 /** Shared by the replicas on one Redis; the fallback serves while Redis does not answer. */
 export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
   const prefix = options.prefix ?? 'petstore-gateway';
@@ -75,9 +58,8 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
     connectTimeout: 1_000,
     commandTimeout: 500,
     retryStrategy: (attempt) => Math.min(100 * attempt, 1_000),
-  }) as ScriptedRedis;
+  });
   redis.on('error', () => {});
-  redis.defineCommand('readAnswer', { lua: READ_SCRIPT });
   // One hash tag per API key: a key's generation and its answers in one Redis Cluster slot.
   const generationKey = (keyId: string) => `${prefix}:{${keyId}}:gen`;
   const answerKey = (keyId: string, url: string) =>
@@ -94,6 +76,18 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
   let replaying = false;
 
   /** A key's new generation in Redis: everything kept under its old one is fenced, here and on every replica. */
+  /**
+   * The key's generation when Redis had none (never written, expired, flushed, restarted): a new one,
+   * or the one another replica set first. Once per key and flush; the common read is one MGET.
+   */
+  async function ensureGeneration(keyId: string): Promise<string> {
+    const made = newGeneration();
+    const set = await redis.set(generationKey(keyId), made, 'PX', GENERATION_TTL_MS, 'NX');
+    if (set === 'OK') return made;
+    // Another replica set it between our read and our write; gone again already, this read fences all.
+    return (await redis.get(generationKey(keyId))) ?? newGeneration();
+  }
+
   async function bump(keyId: string): Promise<void> {
     await redis.set(generationKey(keyId), newGeneration(), 'PX', GENERATION_TTL_MS);
   }
@@ -179,13 +173,11 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
       if (isPending(keyId)) return fallback.read(keyId, url);
       return shared(
         async () => {
-          const [generation, stored] = await redis.readAnswer(
-            2,
-            generationKey(keyId),
-            answerKey(keyId, url),
-            newGeneration(),
-            GENERATION_TTL_MS,
-          );
+          // Both keys carry the key's hash tag: one slot, one command.
+          const [generation, stored] = await redis.mget(generationKey(keyId), answerKey(keyId, url));
+          if (generation === null || generation === undefined) {
+            return { stored: undefined, generation: await ensureGeneration(keyId) };
+          }
           if (stored === null || stored === undefined) return { stored: undefined, generation };
           const entry = JSON.parse(stored) as StoredAnswer;
           // Kept under an earlier generation: from before one of the key's writes.
@@ -197,7 +189,7 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
     generation(keyId) {
       if (isPending(keyId)) return fallback.generation(keyId);
       return shared<Generation>(
-        async () => (await redis.readAnswer(1, generationKey(keyId), newGeneration(), GENERATION_TTL_MS))[0],
+        async () => (await redis.get(generationKey(keyId))) ?? ensureGeneration(keyId),
         () => fallback.generation(keyId),
       );
     },
