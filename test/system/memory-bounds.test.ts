@@ -88,6 +88,21 @@ async function memoryMb(started: Started): Promise<{ rss: number; peak: number }
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
+/**
+ * The RSS once under the heap cap, or the last one read after 10 s. Node 24's V8 keeps a young
+ * generation four times Node 20's and gives memory back a few seconds after the load stops (RSS
+ * 158-224 MB right after these rounds, in four runs here): a memory that holds the pages never
+ * gets there (487 MB on Node 24 before the cache was bounded in bytes; Node 20 died at page 34).
+ */
+async function settledMb(started: Started): Promise<{ rss: number; peak: number }> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const memory = await memoryMb(started);
+    if (memory.rss < HEAP_CAP_MB || Date.now() > deadline) return memory;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 it('keeps serving 45 distinct 7 MB pages with the cache on, its RSS under the heap cap', async () => {
   const url = cached.ready[1] as string;
   // The first with the name, to see it whole; the rest without, so this process need not read 7 MB each time.
@@ -97,7 +112,7 @@ it('keeps serving 45 distinct 7 MB pages with the cache on, its RSS under the he
     const response = await gql(url, `{ pets(first: ${first}) { nodes { id } } }`);
     expect(response.body).toEqual({ data: { pets: { nodes: [{ id: '1' }] } }, extensions: expect.anything() });
   }
-  const memory = await memoryMb(cached);
+  const memory = await settledMb(cached);
   console.log(`cache on, ${ROUNDS} pages of 7 MB: RSS ${memory.rss.toFixed(0)} MB, peak ${memory.peak.toFixed(0)} MB`);
   expect(memory.rss).toBeLessThan(HEAP_CAP_MB);
   // Still up, and a small answer still comes.
@@ -111,11 +126,12 @@ it('keeps serving 45 keys refused with 7 MB bodies with the defaults, its RSS un
     expect(errorCodes(response)).toEqual(['UNAUTHENTICATED']);
   }
   // A repeat of a refused key is answered from memory, as before: no upstream request, the same answer.
+  // The last one: the first may be past the 30 s a refusal is remembered on a loaded machine.
   const asked = upstream.requests.length;
-  const again = await gql(url, '{ pets(first: 1) { nodes { id } } }', { key: 'refused-key-0-0123456789' });
+  const again = await gql(url, '{ pets(first: 1) { nodes { id } } }', { key: `refused-key-${ROUNDS - 1}-0123456789` });
   expect(errorCodes(again)).toEqual(['UNAUTHENTICATED']);
   expect(upstream.requests.length).toBe(asked);
-  const memory = await memoryMb(defaults);
+  const memory = await settledMb(defaults);
   console.log(
     `defaults, ${ROUNDS} keys refused with 7 MB: RSS ${memory.rss.toFixed(0)} MB, peak ${memory.peak.toFixed(0)} MB`,
   );
