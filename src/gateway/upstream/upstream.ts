@@ -136,7 +136,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
                   onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
                   onFencedAll: () =>
                     logger.error(
-                      'too many keys wrote while Redis was unreachable to replay each: every answer kept in Redis is dropped when it returns',
+                      'more keys wrote while Redis was unreachable than are held to replay: when it returns, every generation there is dropped, which fences every answer kept',
                     ),
                 })
               : memoryAnswers({ maxBytes: config.cacheSizeBytes }),

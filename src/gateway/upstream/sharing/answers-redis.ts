@@ -75,19 +75,19 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
   let replayTimer: NodeJS.Timeout | undefined;
   let replaying = false;
 
-  /** A key's new generation in Redis: everything kept under its old one is fenced, here and on every replica. */
   /**
    * The key's generation when Redis had none (never written, expired, flushed, restarted): a new one,
    * or the one another replica set first. Once per key and flush; the common read is one MGET.
    */
   async function ensureGeneration(keyId: string): Promise<string> {
-    const made = newGeneration();
-    const set = await redis.set(generationKey(keyId), made, 'PX', GENERATION_TTL_MS, 'NX');
-    if (set === 'OK') return made;
+    const fresh = newGeneration();
+    const set = await redis.set(generationKey(keyId), fresh, 'PX', GENERATION_TTL_MS, 'NX');
+    if (set === 'OK') return fresh;
     // Another replica set it between our read and our write; gone again already, this read fences all.
     return (await redis.get(generationKey(keyId))) ?? newGeneration();
   }
 
+  /** A key's new generation in Redis: everything kept under its old one is fenced, here and on every replica. */
   async function bump(keyId: string): Promise<void> {
     await redis.set(generationKey(keyId), newGeneration(), 'PX', GENERATION_TTL_MS);
   }
