@@ -3,16 +3,15 @@
  * client that repeats a bad key (or sends a new one each time, then repeats them) costs the
  * upstream one request per key, not one per GraphQL request. Bounded in time, in count and in
  * bytes: what is kept of a refusal is what answering it again needs, its status and its Error body
- * with the key scrubbed out of the whole text and each string then cut short. A 401 body is the
- * upstream's to size: kept whole, 45 refusals of 7 MB each outgrew a 256 MB heap.
+ * as a client would see it (json.ts `toErrorBody`: the key scrubbed from each whole string, then cut
+ * short; a body over 64 KiB not read). A 401 body is the upstream's to size: kept whole, 45
+ * refusals of 7 MB each outgrew a 256 MB heap.
  */
 
-import { isLosslessNumber } from 'lossless-json';
 import { stringBytes } from '../../shared/bytes.js';
-import { parseJson } from '../json.js';
+import { toErrorBody } from '../json.js';
 import type { Stage } from '../pipeline.js';
 import type { UpstreamResponse } from '../response.js';
-import { scrubSecret } from '../scrub.js';
 
 export interface RejectedKeysOptions {
   /** How long a refusal is remembered (default 30 s). */
@@ -26,10 +25,6 @@ export interface RejectedKeysOptions {
   readonly onRemembered?: () => void;
 }
 
-/** Longest `code` kept: the spec's codes are short identifiers. */
-const MAX_CODE = 100;
-/** Longest `message` kept. */
-const MAX_MESSAGE = 500;
 /** The entry, the response and its headers, the Map slot (64-bit V8). */
 const ENTRY_OVERHEAD = 200;
 
@@ -76,36 +71,10 @@ export function rejectedKeys(options: RejectedKeysOptions = {}): Stage {
 }
 
 /**
- * A 401 as it is kept: its status, and the spec's Error body when it was one, with `key` scrubbed
- * from each whole string before it is cut (a cut first could leave part of the key behind). Any
- * other body is dropped: it would not reach a client anyway.
+ * A 401 as it is kept: its status, and the spec's Error body as a client would see it, the key
+ * scrubbed out before anything is cut. Any other body is dropped: it would not reach a client anyway.
  */
 function refusal(response: UpstreamResponse, key: string): UpstreamResponse {
-  let value: unknown;
-  try {
-    value = parseJson(response.body);
-  } catch {
-    value = undefined;
-  }
-  const { code, message, status } = (typeof value === 'object' && value !== null ? value : {}) as Record<
-    string,
-    unknown
-  >;
-  const statusNumber = isLosslessNumber(status) ? Number(status.value) : status;
-  const body =
-    typeof code === 'string' && typeof message === 'string' && typeof statusNumber === 'number'
-      ? JSON.stringify({
-          code: cut(scrubSecret(code, key), MAX_CODE),
-          message: cut(scrubSecret(message, key), MAX_MESSAGE),
-          status: statusNumber,
-        })
-      : '';
-  return { status: response.status, headers: {}, body };
-}
-
-/** `text` cut to at most `max` UTF-16 units, never between the two halves of a surrogate pair. */
-function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const last = text.charCodeAt(max - 1);
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+  const body = toErrorBody(response.body, key);
+  return { status: response.status, headers: {}, body: body === undefined ? '' : JSON.stringify(body) };
 }

@@ -68,11 +68,13 @@ describe('rejectedKeys', () => {
     expect(await send(call(KEY))).toEqual({ status: 401, headers: {}, body: '' });
   });
 
-  it('keeps a 7 MB refusal as a few hundred bytes', async () => {
+  it('keeps of a 7 MB refusal its status alone, and of a long message its first 500 characters', async () => {
     const huge = 'x'.repeat(7 * 1024 * 1024);
     const upstream = refusing(() => `{"code":"unauthorized","message":"${huge}","status":401}`);
-    const kept = await rejectedKeys()(upstream.next)(call(KEY));
-    expect(kept.body).toBe(JSON.stringify({ code: 'unauthorized', message: 'x'.repeat(500), status: 401 }));
+    expect(await rejectedKeys()(upstream.next)(call(KEY))).toEqual({ status: 401, headers: {}, body: '' });
+    const long = refusing(() => `{"code":"unauthorized","message":"${'x'.repeat(60_000)}","status":401}`);
+    const kept = await rejectedKeys()(long.next)(call(KEY));
+    expect(kept.body).toBe(JSON.stringify({ code: 'unauthorized', message: `${'x'.repeat(499)}…`, status: 401 }));
   });
 
   it('drops the oldest refusal past its bytes, and past its count', async () => {
