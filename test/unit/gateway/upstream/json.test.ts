@@ -206,3 +206,47 @@ describe('toErrorBody', () => {
     expect(toErrorBody(text, KEY)).toBeUndefined();
   });
 });
+
+describe('parseJson on a large body', () => {
+  // Past 64 KiB the body is not given to lossless-json (its strings cost ~32 times their length
+  // while it builds them): each inexact number is written as a marked string and read back.
+  const pad = (json: string) => `${json.slice(0, -1)},"pad":"${'x'.repeat(70_000)}"}`;
+
+  it('keeps long ids, fractions and exponents exact, as LosslessNumber', () => {
+    const value = parseJson(pad('{"a":9007199254740993,"b":-9223372036854775808,"c":1.0,"d":2e3,"e":7}')) as Record<
+      string,
+      unknown
+    >;
+    expect([value.a, value.b, value.c, value.d].map((n) => (isLosslessNumber(n) ? n.value : n))).toEqual([
+      '9007199254740993',
+      '-9223372036854775808',
+      '1.0',
+      '2e3',
+    ]);
+    expect(value.e).toBe(7);
+  });
+
+  it('leaves strings alone, one that begins with U+0000 included', () => {
+    const value = parseJson(pad('{"a":"\\u00009007199254740993","b":"\\u0000","c":"12345678901234567"}')) as Record<
+      string,
+      unknown
+    >;
+    expect([value.a, value.b, value.c]).toEqual(['\u00009007199254740993', '\u0000', '12345678901234567']);
+  });
+
+  it.each(['{"a":1.5.5}', '{"a":01234567890123456}', '{"a":-}', '{"a":9007199254740993x}'])(
+    'throws on the bad JSON %j',
+    (text) => {
+      expect(() => parseJson(pad(text))).toThrow();
+    },
+  );
+
+  it('parses a page with a 7 MB name into about its own size, not a rope thirty times it', () => {
+    const name = 'x'.repeat(7_000_000);
+    const before = process.memoryUsage().heapUsed;
+    const pets = toPets(parseJson(`[{"id":9007199254740993,"name":"${name}","categoryId":1}]`));
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(64 * 1024 * 1024);
+    expect(pets?.[0]).toMatchObject({ id: '9007199254740993', categoryId: '1' });
+    expect(pets?.[0]?.name.length).toBe(7_000_000);
+  });
+});
