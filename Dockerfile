@@ -36,5 +36,6 @@ EXPOSE 4000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 4000) + '/ready', { signal: AbortSignal.timeout(2500) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form: node is PID 1 and receives SIGTERM itself (no shell in between), so `docker stop`
-# drains requests in flight and exits 0.
+# drains requests in flight and exits 0. The drain may take SHUTDOWN_GRACE (25 s by default) and
+# Docker kills after 10 s unless told: `docker stop -t 35`, `docker run --stop-timeout 35`.
 CMD ["node", "dist/main.js"]

@@ -52,7 +52,10 @@ export interface Config {
   readonly upstreamConnectionsPerKey: number;
   /** Requests one client may have waiting for one API key; past it, RATE_LIMITED at once. */
   readonly maxQueuedPerClient: number;
-  /** How long shutdown waits for requests in flight before it closes their connections. */
+  /**
+   * How long shutdown waits for requests in flight before it closes their connections; by default
+   * as long as a request may take (PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT) plus DRAIN_MARGIN_MS.
+   */
   readonly drainGraceMs: number;
   /** Secret cursors are sealed with; undefined: shared through Redis with REDIS_URL, else random per process. */
   readonly cursorSecret: string | undefined;
@@ -137,9 +140,17 @@ function windows(...pairs: [count: number, windowMs: number][]): readonly RateWi
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/**
+ * What the default SHUTDOWN_GRACE adds to the longest a request may take: time to read a request
+ * already on the wire at the signal, and to write its answer.
+ */
+export const DRAIN_MARGIN_MS = 5_000;
+
 export function parseConfig(env: Env): Config {
   const plan = oneOf(env, 'PETSTORE_PLAN', ['free', 'pro', 'business', 'enterprise'], 'free');
   const production = env.NODE_ENV === 'production';
+  const maxWaitMs = duration(env, 'PETSTORE_MAX_WAIT', '10s');
+  const timeoutMs = duration(env, 'PETSTORE_TIMEOUT', '10s', 1);
   const config: Config = {
     port: parsePort(env),
     // Loopback: the gateway forwards a server key, so reaching it from the network is a choice to make.
@@ -148,8 +159,8 @@ export function parseConfig(env: Env): Config {
     apiKey: nonEmpty(env, 'PETSTORE_API_KEY'),
     plan,
     rateLimits: parseRateLimits(env, plan),
-    maxWaitMs: duration(env, 'PETSTORE_MAX_WAIT', '10s'),
-    timeoutMs: duration(env, 'PETSTORE_TIMEOUT', '10s', 1),
+    maxWaitMs,
+    timeoutMs,
     cacheTtlMs: duration(env, 'PETSTORE_CACHE_TTL', '0s'),
     staleTtlMs: duration(env, 'PETSTORE_STALE_TTL', '0s'),
     cacheSizeBytes: size(env, 'PETSTORE_CACHE_SIZE', '32mb', MB, 1024 * MB),
@@ -161,7 +172,9 @@ export function parseConfig(env: Env): Config {
     maxKeys: integer(env, 'PETSTORE_MAX_KEYS', 10_000, 100, 10_000_000),
     ...parseUpstreamConnections(env),
     maxQueuedPerClient: integer(env, 'MAX_QUEUED_PER_CLIENT', 100, 1, 1_000_000),
-    drainGraceMs: duration(env, 'SHUTDOWN_GRACE', '10s'),
+    // A request is answered by PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT after it began (its operation's
+    // deadline); a shorter grace would cut off a createPet the upstream has already carried out.
+    drainGraceMs: duration(env, 'SHUTDOWN_GRACE', `${Math.min(maxWaitMs + timeoutMs + DRAIN_MARGIN_MS, 86_400_000)}ms`),
     redisUrl: parseRedisUrl(env),
     production,
     demo: parseBoolean(env, 'PETSTORE_DEMO', false),

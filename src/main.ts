@@ -27,10 +27,16 @@ try {
   process.exit(1);
 }
 const logger = createLogger(config.logLevel);
-/** The drain's grace period (10 s) plus time to close the pool and Redis and send the last spans. */
-const SHUTDOWN_DEADLINE_MS = 15_000;
-/** Longest the last spans may take to reach the collector at shutdown, within the deadline above. */
+/** After the drain (SHUTDOWN_GRACE): time to close the upstream pool, Redis and the embedded store, and send the last spans. */
+const CLOSE_AFTER_DRAIN_MS = 5_000;
+/** Longest the last spans may take to reach the collector at shutdown, within the time above. */
 const TRACES_FLUSH_MS = 3_000;
+/**
+ * A signal this soon after the first is the same request to stop, not a second one: `npm start`
+ * stopped with Ctrl-C, or by a supervisor that signals the process group, delivers the signal
+ * twice within milliseconds (once from the terminal or supervisor, once forwarded by npm).
+ */
+const REPEAT_WINDOW_MS = 1_000;
 
 /** Start-up failures a person can fix, in one line naming the setting; anything else is a bug and keeps its stack. */
 function fail(message: string): never {
@@ -98,20 +104,43 @@ const explorers: Partial<Record<LandingPage, string>> = {
 const explorer = explorers[config.landingPage];
 if (explorer) console.log(`Open ${gateway.url} in a browser for ${explorer}.`);
 
+if (config.drainGraceMs < config.maxWaitMs + config.timeoutMs) {
+  logger.warn(
+    { drainGraceMs: config.drainGraceMs, longestRequestMs: config.maxWaitMs + config.timeoutMs },
+    'SHUTDOWN_GRACE is shorter than a request may take (PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT): a createPet in flight at shutdown may be carried out upstream and its answer lost',
+  );
+}
+
 /**
- * SIGTERM/SIGINT: stop accepting, let in-flight requests finish (Apollo's drain plugin gives them
- * its grace period), close the upstream pool, Redis and the embedded store, exit 0. A second signal,
- * or a shutdown that overruns its deadline, exits at once.
+ * SIGTERM/SIGINT: stop accepting, answer every request that has arrived (each within its own
+ * deadline, PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT, which the default SHUTDOWN_GRACE covers), close
+ * the upstream pool, Redis and the embedded store, exit 0. The same signal repeated within a
+ * second is the same request to stop; a signal after that, or a shutdown that overruns
+ * SHUTDOWN_GRACE plus CLOSE_AFTER_DRAIN_MS, exits at once with code 1.
  */
-let stopping = false;
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) process.exit(1);
-  stopping = true;
-  logger.info({ signal }, 'shutting down');
+let stoppingSince: number | undefined;
+function onSignal(signal: NodeJS.Signals): void {
+  if (stoppingSince === undefined) {
+    stoppingSince = Date.now();
+    void shutdown(signal);
+    return;
+  }
+  if (Date.now() - stoppingSince < REPEAT_WINDOW_MS) {
+    logger.info({ signal }, 'signal repeated within a second: already shutting down');
+    return;
+  }
+  logger.warn({ signal }, 'second signal while shutting down: exiting without waiting for requests in flight');
+  logger.flush();
+  process.exit(1);
+}
+
+async function shutdown(signal: NodeJS.Signals): Promise<void> {
+  logger.info({ signal, graceMs: config.drainGraceMs }, 'shutting down');
   setTimeout(() => {
     logger.error('shutdown overran its deadline; exiting');
+    logger.flush();
     process.exit(1);
-  }, SHUTDOWN_DEADLINE_MS).unref();
+  }, config.drainGraceMs + CLOSE_AFTER_DRAIN_MS).unref();
   await gateway.close();
   await embedded?.close();
   if (tracing && !(await tracing.shutdown(TRACES_FLUSH_MS))) {
@@ -120,7 +149,7 @@ async function shutdown(signal: string): Promise<void> {
   logger.flush();
   process.exit(0);
 }
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(signal));
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, onSignal);
 
 /**
  * OpenTelemetry, when an OTLP endpoint is configured: a tracer provider that exports batches of

@@ -4,19 +4,29 @@
  * flight still completes with its data, new connections are refused while it is in flight, and the
  * process exits with code 0 well within its deadline. Every step waits on an event, not a timer,
  * so a busy machine only makes it slower.
+ *
+ * Two tests reproduce how answers were lost, with the default configuration and an upstream that
+ * creates each pet on arrival and answers seconds later: requests that take longer than a fixed
+ * 10 s grace (they wait for budget, then for the upstream), and `npm start` stopped by a signal to
+ * its process group, which reaches the gateway twice (from the sender, and forwarded by npm).
+ * `npm start` is the real npm running package.json's start script, in a scratch folder whose
+ * dist/main.js imports src/main.ts (tsx preloaded): a build would rewrite the dist/ other tests use.
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gql } from '../helpers/gql.js';
-import { answer, startHostileUpstream } from '../helpers/hostile-upstream.js';
-import { stopProcess, trackedEnv } from '../helpers/processes.js';
+import { answer, type Behaviour, startHostileUpstream } from '../helpers/hostile-upstream.js';
+import { checkedPid, descendants, killTree, stopProcess, trackedEnv, waitGone } from '../helpers/processes.js';
 import { sendRaw, startUpstream, UPSTREAM_KEY, type Upstream } from '../helpers/upstream.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-/** Inside main.ts's 15 s deadline: the drain waits for the request, not for a timer. */
+/** Well inside SHUTDOWN_GRACE (25 s by default): the drain waits for the request, not for a timer. */
 const EXIT_WITHIN_MS = 10_000;
 
 interface Main {
@@ -28,11 +38,40 @@ interface Main {
 }
 
 /** Spawns the entry point with a clean environment and waits for its "ready at <url>" line. */
-async function startMain(env: Record<string, string>): Promise<Main> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
+function startMain(env: Record<string, string>): Promise<Main> {
+  return startReady(process.execPath, ['--import', 'tsx', 'src/main.ts'], ROOT, env);
+}
+
+/**
+ * `npm start` from a scratch folder: package.json's own start script, its dist/main.js importing
+ * src/main.ts. npm leads a process group of its own (detached), as under a terminal or supervisor.
+ */
+async function startNpm(env: Record<string, string>, folder: string): Promise<Main> {
+  const project = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  await mkdir(join(folder, 'dist'));
+  await symlink(join(ROOT, 'node_modules'), join(folder, 'node_modules'));
+  await writeFile(
+    join(folder, 'package.json'),
+    JSON.stringify({ name: 'start-script', private: true, type: 'module', scripts: { start: project.scripts.start } }),
+  );
+  await writeFile(join(folder, 'dist', 'main.js'), `await import(${JSON.stringify(join(ROOT, 'src', 'main.ts'))});\n`);
+  return startReady('npm', ['start', '--silent'], folder, { HOME: process.env.HOME ?? '', ...env }, true);
+}
+
+async function startReady(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  env: Record<string, string>,
+  detached = false,
+): Promise<Main> {
+  const child = spawn(command, args, {
+    cwd,
     env: trackedEnv({ PATH: process.env.PATH ?? '', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
   });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => {
@@ -57,6 +96,57 @@ async function startMain(env: Record<string, string>): Promise<Main> {
     void exited.then(() => reject(new Error(`exited before it was ready:\n${output}`)));
   });
   return { child, url, port: Number(new URL(url).port), exited, output: () => output };
+}
+
+/**
+ * Signals the process group that `leader` leads, as a terminal's Ctrl-C or a supervisor does. Only
+ * a group this test made (spawned detached, so the leader's pid is the group's id) and never the
+ * test runner's own.
+ */
+async function signalGroup(leader: number, signal: NodeJS.Signals): Promise<void> {
+  const pid = checkedPid(leader);
+  const groupOf = async (of: number | 'self') => {
+    const stat = await readFile(`/proc/${of}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  };
+  if ((await groupOf(pid)) !== pid || (await groupOf('self')) === pid) {
+    throw new Error(`process ${pid} does not lead a process group of this test's`);
+  }
+  process.kill(-pid, signal);
+}
+
+/**
+ * An upstream that creates each pet on arrival and answers `afterMs` later, as one that is slow
+ * to answer (or far away) does; `created()` counts the pets it made.
+ */
+function createsOnArrival(afterMs: number): { behaviour: Behaviour; created(): number } {
+  let created = 0;
+  return {
+    created: () => created,
+    behaviour: (req, res) => {
+      if (req.method !== 'POST') return answer(res, 404, '{"code":"not_found","message":"no","status":404}');
+      const id = ++created;
+      setTimeout(() => answer(res, 201, `{"id":${id},"name":"Rex","categoryId":1,"status":"available"}`), afterMs);
+    },
+  };
+}
+
+/** `count` createPets at once: each settles as "acknowledged" (a pet), an error code, or "reset" (no answer). */
+function createPets(url: string, count: number): Promise<string[]> {
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      gql(url, `mutation { createPet(input: { name: "Rex ${i}", categoryId: "1" }) { pet { id } } }`).then(
+        (response) => String(response.body.errors?.[0]?.extensions?.code ?? 'acknowledged'),
+        () => 'reset',
+      ),
+    ),
+  );
+}
+
+function tally(outcomes: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const outcome of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
+  return counts;
 }
 
 /** Whether a TCP connection to the port is refused (nothing listens any more). */
@@ -179,6 +269,63 @@ describe('graceful shutdown of src/main.ts', () => {
       expect(acknowledged).toBe(50);
       expect(created).toBe(acknowledged);
       expect(await main.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+});
+
+describe('shutdown with the default configuration, against an upstream that answers seconds after creating', () => {
+  let main: Main | undefined;
+  let folder: string | undefined;
+
+  afterEach(async () => {
+    if (main?.child.pid !== undefined) await killTree(main.child.pid);
+    if (folder !== undefined) await rm(folder, { recursive: true, force: true });
+    main = undefined;
+    folder = undefined;
+  });
+
+  it('acknowledges every pet created by requests that take longer than 10 s: SHUTDOWN_GRACE covers PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT', async () => {
+    // The free plan's budget spreads 50 creates over seconds of waiting, and each takes 3 s
+    // upstream: the last are answered about 13 s after they arrived (a fixed 10 s grace lost 16).
+    const upstream = createsOnArrival(3_000);
+    const store = await startHostileUpstream(upstream.behaviour);
+    try {
+      main = await startMain({ PORT: '0', PETSTORE_BASE_URL: store.url, PETSTORE_API_KEY: UPSTREAM_KEY });
+      const outcomes = createPets(main.url, 50);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      main.child.kill('SIGTERM');
+      const counts = tally(await outcomes);
+      expect(counts.reset).toBeUndefined();
+      expect(counts.acknowledged).toBe(upstream.created());
+      expect(await main.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it('npm start stopped by SIGTERM to its process group (delivered twice) acknowledges every pet created, exits 0 and leaves nothing running', async () => {
+    const upstream = createsOnArrival(2_000);
+    const store = await startHostileUpstream(upstream.behaviour);
+    try {
+      folder = await mkdtemp(join(tmpdir(), 'petstore-npm-group-'));
+      main = await startNpm(
+        { PORT: '0', PETSTORE_BASE_URL: store.url, PETSTORE_API_KEY: UPSTREAM_KEY, NODE_OPTIONS: '--import tsx' },
+        folder,
+      );
+      const npm = checkedPid(main.child.pid);
+      const below = await descendants(npm);
+      const outcomes = createPets(main.url, 30);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await signalGroup(npm, 'SIGTERM');
+      const counts = tally(await outcomes);
+      expect(upstream.created()).toBeGreaterThan(0);
+      expect(counts.reset).toBeUndefined();
+      expect(counts.acknowledged).toBe(upstream.created());
+      expect(await main.exited).toEqual({ code: 0, signal: null });
+      expect(main.output()).toContain('signal repeated within a second: already shutting down');
+      await waitGone(below, 5_000);
     } finally {
       await store.close();
     }

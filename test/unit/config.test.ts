@@ -49,7 +49,7 @@ describe('parseConfig defaults', () => {
       upstreamConnections: 64,
       upstreamConnectionsPerKey: 16,
       maxQueuedPerClient: 100,
-      drainGraceMs: 10_000,
+      drainGraceMs: 25_000,
       redisUrl: undefined,
       production: false,
       demo: false,
@@ -401,6 +401,12 @@ describe('UPSTREAM_CONNECTIONS, UPSTREAM_CONNECTIONS_PER_KEY, MAX_QUEUED_PER_CLI
     });
     expect(parseConfig({ UPSTREAM_CONNECTIONS: '2' }).upstreamConnectionsPerKey).toBe(1);
     expect(parseConfig({ UPSTREAM_CONNECTIONS_PER_KEY: '64' }).upstreamConnectionsPerKey).toBe(64);
+  });
+
+  it('waits by default as long as a request may take (PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT) plus 5 s', () => {
+    expect(parseConfig({}).drainGraceMs).toBe(25_000);
+    expect(parseConfig({ PETSTORE_MAX_WAIT: '2s', PETSTORE_TIMEOUT: '30s' }).drainGraceMs).toBe(37_000);
+    expect(parseConfig({ PETSTORE_MAX_WAIT: '1d', PETSTORE_TIMEOUT: '1d' }).drainGraceMs).toBe(86_400_000);
   });
 
   it('takes a queue bound and a grace period', () => {
