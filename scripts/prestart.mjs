@@ -1,13 +1,18 @@
 /**
  * `npm start` runs dist/main.js; this runs first. Where TypeScript is installed (a development
- * checkout: `npm ci && npm start`) it compiles src/ so that what runs is never stale. Where it is
- * not (a production install: `npm run build`, then `npm prune --omit=dev` or `npm ci --omit=dev`)
- * it runs the dist/ already built, and needs nothing else.
+ * checkout: `npm ci && npm start`) it builds when anything the build reads has changed since dist/
+ * was built (scripts/build-inputs.mjs), so that what runs is never stale and a start with nothing
+ * changed, or one that only reports a bad setting, does not wait for tsc. Where TypeScript is not
+ * installed (a production install: `npm run build`, then `npm prune --omit=dev` or
+ * `npm ci --omit=dev`) it runs the dist/ already built, and needs nothing else.
  */
 
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { builtDigest, inputsDigest } from './build-inputs.mjs';
+
+const MAIN = new URL('../dist/main.js', import.meta.url);
 
 function typescriptInstalled() {
   try {
@@ -19,6 +24,7 @@ function typescriptInstalled() {
 }
 
 if (typescriptInstalled()) {
+  if (existsSync(MAIN) && builtDigest() === inputsDigest()) process.exit(0);
   // npm_execpath is the npm that runs this script; run its build script rather than repeat it here.
   const npm = process.env.npm_execpath;
   const build = npm
@@ -26,7 +32,7 @@ if (typescriptInstalled()) {
     : spawnSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit', shell: process.platform === 'win32' });
   process.exit(build.status ?? 1);
 }
-if (!existsSync(new URL('../dist/main.js', import.meta.url))) {
+if (!existsSync(MAIN)) {
   console.error('npm start: dist/main.js is missing and TypeScript is not installed: run npm ci, then npm run build');
   process.exit(1);
 }

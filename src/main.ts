@@ -7,11 +7,10 @@ import { connect } from 'node:net';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { Tracer } from '@opentelemetry/api';
 import { ConfigError, type LandingPage, parseConfig, type TracingConfig } from './config.js';
-import { createLogger, type Logger } from './gateway/observability/logger.js';
-import { createGateway, type GatewayHandle } from './gateway/server.js';
+import type { Logger } from './gateway/observability/logger.js';
+import type { GatewayHandle } from './gateway/server.js';
 import { heapGrowingFlag } from './heap.js';
-import { demoCatalogue } from './petstore/seed.js';
-import { DEMO_KEY, type PetstoreHandle, startPetstore } from './petstore/start.js';
+import type { PetstoreHandle } from './petstore/start.js';
 
 // V8 reads the growing factor at every full GC, so setting it now, after start-up, takes effect
 // (src/heap.ts says why the capped heap needs it).
@@ -26,6 +25,14 @@ try {
   console.error(`gateway: ${error.message}`);
   process.exit(1);
 }
+// Loaded only once the configuration is known to be good: loading Apollo Server, graphql-js and
+// the rest takes seconds on a busy machine, and a bad setting is reported without waiting for it.
+const [{ createLogger }, { createGateway }, { demoCatalogue }, { DEMO_KEY, startPetstore }] = await Promise.all([
+  import('./gateway/observability/logger.js'),
+  import('./gateway/server.js'),
+  import('./petstore/seed.js'),
+  import('./petstore/start.js'),
+]);
 const logger = createLogger(config.logLevel);
 /** After the drain (SHUTDOWN_GRACE): time to close the upstream pool, Redis and the embedded store, and send the last spans. */
 const CLOSE_AFTER_DRAIN_MS = 5_000;

@@ -264,5 +264,10 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
     const development = await runToEnd('npm', ['run', '--silent', 'prestart'], context, env);
     expect(development.code, development.stderr).toBe(0);
     expect(existsSync(join(context, 'dist', 'main.js'))).toBe(true);
+    // Nothing changed since: the next start runs what was built (scripts/build-inputs.mjs).
+    const built = await stat(join(context, 'dist', 'main.js'));
+    const again = await runToEnd('npm', ['run', '--silent', 'prestart'], context, env);
+    expect(again.code, again.stderr).toBe(0);
+    expect((await stat(join(context, 'dist', 'main.js'))).mtimeMs).toBe(built.mtimeMs);
   }, 60_000);
 });

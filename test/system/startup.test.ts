@@ -15,13 +15,13 @@
  * process, through a test-only preload that acts on SIGUSR2 (a full GC; a list of its module cache).
  */
 
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { createGateway, type GatewayHandle } from '../../src/gateway/server.js';
 import { type PetstoreHandle, startPetstore } from '../../src/petstore/start.js';
@@ -110,6 +110,30 @@ describe('start-up errors of src/main.ts', () => {
     const { port } = server.address() as { port: number };
     const run = await runToExit({ PORT: String(port), HOST: '127.0.0.1' });
     expectOneLineFailure(run, new RegExp(`PORT ${port} on HOST 127\\.0\\.0\\.1 is already in use`));
+  });
+
+  it('reports a bad setting before loading the gateway (Apollo Server, pino, undici): at once, not seconds later', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'petstore-loaded-'));
+    try {
+      // A test-only preload that lists, at exit, the CommonJS modules the process loaded.
+      const preload = join(folder, 'loaded.cjs');
+      await writeFile(
+        preload,
+        "process.on('exit', () => console.log('loaded ' + JSON.stringify(Object.keys(require.cache))));\n",
+      );
+      const run = spawnSync(process.execPath, ['--require', preload, ...MAIN], {
+        cwd: ROOT,
+        env: trackedEnv({ PATH: process.env.PATH ?? '', PORT: 'abc' }),
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(run.status).toBe(1);
+      expect(run.stderr).toBe('gateway: PORT must be an integer from 0 to 65535\n');
+      const loaded = JSON.parse(/^loaded (\[.*\])$/m.exec(run.stdout)?.[1] ?? 'null') as string[];
+      expect(loaded.filter((path) => /node_modules\/(pino|undici|@apollo|graphql)\//.test(path))).toEqual([]);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 
   it('refuses NODE_ENV=production without PETSTORE_BASE_URL in one line, exit 1', async () => {
@@ -310,6 +334,127 @@ describe('npm start', () => {
     started = await npmStart({ NODE_OPTIONS: '--max-old-space-size=1024' });
     expect(Number(started.ready[1])).toBe(limitWith('--max-old-space-size=1024'));
   });
+});
+
+describe("npm start's build step (scripts/prestart.mjs)", () => {
+  let folder: string;
+
+  beforeEach(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'petstore-prestart-'));
+  });
+  afterEach(async () => {
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  /**
+   * A scratch project with the real start, prestart and build-inputs scripts and the real build
+   * script's shape, whose compiler is a stand-in that writes dist/main.js and logs each build
+   * (a real tsc takes seconds and would rewrite the dist/ other tests run). A stand-in
+   * typescript package makes it a development checkout; without it, a production install.
+   */
+  async function project(): Promise<void> {
+    const real = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const build = real.scripts.build as string;
+    // The real build with the compiler and the GraphiQL copy replaced by the stand-in.
+    const shape = /^node scripts\/build-inputs\.mjs begin && (.+) && node scripts\/build-inputs\.mjs done$/.exec(build);
+    expect(shape, `the build script: ${build}`).not.toBeNull();
+    await writeFile(
+      join(folder, 'package.json'),
+      JSON.stringify({
+        name: 'prestart-check',
+        private: true,
+        type: 'module',
+        scripts: {
+          start: real.scripts.start,
+          prestart: real.scripts.prestart,
+          build: 'node scripts/build-inputs.mjs begin && node compile.mjs && node scripts/build-inputs.mjs done',
+        },
+      }),
+    );
+    await mkdir(join(folder, 'scripts'));
+    for (const script of ['prestart.mjs', 'build-inputs.mjs']) {
+      await writeFile(join(folder, 'scripts', script), await readFile(join(ROOT, 'scripts', script)));
+    }
+    await writeFile(
+      join(folder, 'compile.mjs'),
+      [
+        "import { appendFileSync, mkdirSync, writeFileSync, existsSync } from 'node:fs';",
+        "if (existsSync('fail-build')) process.exit(2);",
+        "mkdirSync('dist', { recursive: true });",
+        "writeFileSync('dist/main.js', `console.log('main ran');\\n`);",
+        "appendFileSync('builds.log', 'built\\n');",
+      ].join('\n'),
+    );
+    await mkdir(join(folder, 'src'));
+    await writeFile(join(folder, 'src', 'main.ts'), 'export {};\n');
+    await writeFile(join(folder, 'src', 'other.ts'), 'export const a = 1;\n');
+    await mkdir(join(folder, 'node_modules', 'typescript', 'bin'), { recursive: true });
+    await writeFile(
+      join(folder, 'node_modules', 'typescript', 'package.json'),
+      '{"name":"typescript","version":"0.0.0"}',
+    );
+    await writeFile(join(folder, 'node_modules', 'typescript', 'bin', 'tsc'), '');
+  }
+
+  async function npmStart(): Promise<{ code: number | null; output: string; builds: number }> {
+    const run = await new Promise<{ code: number | null; output: string }>((resolve) => {
+      const child = spawn('npm', ['start', '--silent'], {
+        cwd: folder,
+        env: trackedEnv({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      const collect = (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+      };
+      child.stdout.on('data', collect);
+      child.stderr.on('data', collect);
+      child.once('close', (code) => resolve({ code, output }));
+    });
+    const log = await readFile(join(folder, 'builds.log'), 'utf8').catch(() => '');
+    return { ...run, builds: log.split('\n').filter(Boolean).length };
+  }
+
+  it('builds on the first start, not again while nothing the build reads has changed', async () => {
+    await project();
+    expect(await npmStart()).toEqual({ code: 0, output: 'main ran\n', builds: 1 });
+    expect(await npmStart()).toEqual({ code: 0, output: 'main ran\n', builds: 1 });
+  }, 60_000);
+
+  it('builds again when a source changes (by content, whatever its time) or is removed, or the lockfile changes', async () => {
+    await project();
+    expect((await npmStart()).builds).toBe(1);
+    const file = join(folder, 'src', 'other.ts');
+    const { mtime } = await stat(file);
+    await writeFile(file, 'export const a = 2;\n');
+    // The old modification time back: a copy or checkout that keeps times hides nothing.
+    await utimes(file, mtime, mtime);
+    expect((await npmStart()).builds).toBe(2);
+    await rm(join(folder, 'src', 'other.ts'));
+    expect((await npmStart()).builds).toBe(3);
+    await writeFile(join(folder, 'package-lock.json'), '{}');
+    expect((await npmStart()).builds).toBe(4);
+  }, 60_000);
+
+  it('builds again after a build that failed, and does not run what the failed build left', async () => {
+    await project();
+    expect((await npmStart()).builds).toBe(1);
+    await writeFile(join(folder, 'src', 'other.ts'), 'export const a = 3;\n');
+    await writeFile(join(folder, 'fail-build'), '');
+    const failed = await npmStart();
+    expect(failed.code).not.toBe(0);
+    expect(failed.output).not.toContain('main ran');
+    await rm(join(folder, 'fail-build'));
+    expect(await npmStart()).toEqual({ code: 0, output: 'main ran\n', builds: 2 });
+  }, 60_000);
+
+  it('runs dist/ as it is where TypeScript is not installed (a production install), changed sources or not', async () => {
+    await project();
+    expect((await npmStart()).builds).toBe(1);
+    await rm(join(folder, 'node_modules'), { recursive: true });
+    await writeFile(join(folder, 'src', 'other.ts'), 'export const a = 4;\n');
+    expect(await npmStart()).toEqual({ code: 0, output: 'main ran\n', builds: 1 });
+  }, 60_000);
 });
 
 describe('the entry point, read through a test-only preload that acts on SIGUSR2', () => {
