@@ -4,6 +4,7 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { discardBody } from '../discard-body.js';
 import { parseInt64 } from '../int64.js';
 import { parseNewPet } from './new-pet.js';
 import type { KeySpec } from './plans.js';
@@ -222,22 +223,29 @@ function origin(req: IncomingMessage): string {
   return `http://${host !== undefined && /^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/.test(host) ? host : local}`;
 }
 
-/** Reads a body of at most `max` bytes as UTF-8; 'too-large' past that, undefined if the client aborted. */
-function readBody(req: IncomingMessage, max: number): Promise<string | 'too-large' | undefined> {
+/**
+ * Reads a body of at most `max` bytes as UTF-8; 'too-large' past that, once the rest has been read
+ * and dropped (src/discard-body.ts: so the 413 reaches the client), undefined if the client aborted.
+ */
+async function readBody(req: IncomingMessage, max: number): Promise<string | 'too-large' | undefined> {
   const declared = Number(req.headers['content-length']);
-  if (declared > max) return Promise.resolve('too-large');
+  if (declared > max) {
+    await discardBody(req);
+    return 'too-large';
+  }
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > max) {
-        req.removeAllListeners('data');
-        req.pause();
-        resolve('too-large');
-      } else chunks.push(chunk);
+      if (size <= max) return void chunks.push(chunk);
+      req.off('data', onData);
+      void discardBody(req).then(() => resolve('too-large'));
+    };
+    req.on('data', onData);
+    req.on('end', () => {
+      if (size <= max) resolve(Buffer.concat(chunks).toString('utf8'));
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('aborted', () => resolve(undefined));
     req.on('error', () => resolve(undefined));
   });

@@ -30,8 +30,14 @@ console.log(`Pet Store listening at ${store.url} (${store.catalogue.size} demo p
 console.log(keys ? `API keys: ${keys.size} from PETSTORE_KEYS` : `Demo API key (free plan): ${DEMO_KEY}`);
 console.log(`Try: curl -H 'Authorization: Bearer ${keys ? '<your key>' : DEMO_KEY}' ${store.url}/pets?limit=3`);
 
+// One stop for any number of signals: `npm run petstore` stopped with Ctrl-C, or by a signal to
+// its process group, gets the signal twice (npm forwards it too), and the second must not kill the
+// store mid-close.
+let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
     void store.close().then(() => process.exit(0));
   });
 }

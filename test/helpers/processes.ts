@@ -7,7 +7,9 @@
  * is stopped with `killTree`.
  *
  * Signals go to one positive pid only: `process.kill(0, …)` signals the whole process group (npm,
- * vitest and the shell that ran them), and a negative pid a group; both are refused here.
+ * vitest and the shell that ran them), and a negative pid a group; both are refused here. The one
+ * exception is `signalGroup`, for a group a test made itself (a child spawned detached), never the
+ * test runner's own.
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -145,6 +147,8 @@ export interface StartOptions {
   /** Matched against stdout and stderr; the process is ready once it matches. */
   readonly ready: RegExp;
   readonly timeoutMs: number;
+  /** Lead a process group of its own (for `signalGroup`), as a program run from a terminal does. */
+  readonly detached?: boolean;
 }
 
 export async function startUntil(command: string, args: readonly string[], options: StartOptions): Promise<Started> {
@@ -152,6 +156,7 @@ export async function startUntil(command: string, args: readonly string[], optio
     cwd: options.cwd,
     env: trackedEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   const pid = child.pid;
   if (pid === undefined) throw new Error(`could not start ${command}`);
@@ -227,6 +232,24 @@ export async function waitGone(pids: readonly number[], ms: number): Promise<voi
     if (Date.now() > deadline) throw new Error(`processes still running: ${alive.join(', ')}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * Signals every process of the group `leader` leads, as a terminal's Ctrl-C or a supervisor does.
+ * Only a group a test made (its child spawned with `detached: true`, whose pid is then the group's
+ * id) and never this process's own group: anything else throws.
+ */
+export async function signalGroup(leader: number, signal: NodeJS.Signals): Promise<void> {
+  const pid = checkedPid(leader);
+  const groupOf = async (of: number | 'self') => {
+    const stat = await readFile(`/proc/${of}/stat`, 'utf8');
+    // The fifth field, after "pid (comm) state ppid".
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  };
+  if ((await groupOf(pid)) !== pid || (await groupOf('self')) === pid) {
+    throw new Error(`process ${pid} does not lead a process group of its own that a test made`);
+  }
+  process.kill(-pid, signal);
 }
 
 /** A TCP port on loopback that nothing listens on (free at the moment of asking). */

@@ -22,7 +22,15 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gql } from '../helpers/gql.js';
 import { answer, type Behaviour, startHostileUpstream } from '../helpers/hostile-upstream.js';
-import { checkedPid, descendants, killTree, stopProcess, trackedEnv, waitGone } from '../helpers/processes.js';
+import {
+  checkedPid,
+  descendants,
+  killTree,
+  signalGroup,
+  stopProcess,
+  trackedEnv,
+  waitGone,
+} from '../helpers/processes.js';
 import { sendRaw, startUpstream, UPSTREAM_KEY, type Upstream } from '../helpers/upstream.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -96,23 +104,6 @@ async function startReady(
     void exited.then(() => reject(new Error(`exited before it was ready:\n${output}`)));
   });
   return { child, url, port: Number(new URL(url).port), exited, output: () => output };
-}
-
-/**
- * Signals the process group that `leader` leads, as a terminal's Ctrl-C or a supervisor does. Only
- * a group this test made (spawned detached, so the leader's pid is the group's id) and never the
- * test runner's own.
- */
-async function signalGroup(leader: number, signal: NodeJS.Signals): Promise<void> {
-  const pid = checkedPid(leader);
-  const groupOf = async (of: number | 'self') => {
-    const stat = await readFile(`/proc/${of}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-  };
-  if ((await groupOf(pid)) !== pid || (await groupOf('self')) === pid) {
-    throw new Error(`process ${pid} does not lead a process group of this test's`);
-  }
-  process.kill(-pid, signal);
 }
 
 /**

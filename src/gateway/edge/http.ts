@@ -13,6 +13,7 @@ import {
   type HTTPGraphQLRequest,
   type HTTPGraphQLResponse,
 } from '@apollo/server';
+import { discardBody } from '../../discard-body.js';
 import type { GatewayContext } from '../graphql/context.js';
 import type { Logger } from '../observability/logger.js';
 import type { OperationTrace, Tracing } from '../observability/tracing.js';
@@ -265,7 +266,7 @@ type BodyResult =
 async function readJsonBody(req: IncomingMessage, max: number): Promise<BodyResult> {
   if (req.method !== 'POST') return { value: undefined };
   const { headers } = req;
-  if (Number(headers['content-length']) > max) return { error: `body larger than ${max} bytes`, status: 413 };
+  if (Number(headers['content-length']) > max) return tooLarge(req, max);
   const chunks: Buffer[] = [];
   let size = 0;
   // Plain listeners, not once(): the first event to settle the promise wins, the request is dropped
@@ -284,7 +285,7 @@ async function readJsonBody(req: IncomingMessage, max: number): Promise<BodyResu
     req.on('close', () => resolve(req.complete ? 'read' : 'aborted'));
   });
   if (outcome === 'aborted') return { aborted: true };
-  if (outcome === 'too large') return { error: `body larger than ${max} bytes`, status: 413 };
+  if (outcome === 'too large') return tooLarge(req, max);
   // A body in one chunk (nearly all) is decoded as it is; a split one whole, so a character cut in two is read right.
   const text =
     chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
@@ -295,6 +296,12 @@ async function readJsonBody(req: IncomingMessage, max: number): Promise<BodyResu
     // "Invalid JSON" is what Apollo's own integrations answer, and what its test suite looks for.
     return { error: 'Invalid JSON body', status: 400 };
   }
+}
+
+/** A 413, once the rest of the body has been read and dropped, so the answer is not lost to a TCP reset. */
+async function tooLarge(req: IncomingMessage, max: number): Promise<BodyResult> {
+  await discardBody(req);
+  return { error: `body larger than ${max} bytes`, status: 413 };
 }
 
 /** Whether a Content-Type names JSON (`application/json` or a `+json` type), parameters aside. */
