@@ -1,13 +1,16 @@
 /**
- * The offline explorer in a real browser: headless Chromium opens the gateway's GraphiQL page with
- * every request outside loopback refused, a query is typed into the editor and run, and the result
- * pane shows the pets. Screenshots land in artifacts/browser/ (not committed). Skipped, saying why,
- * where Chromium is not installed.
+ * The landing pages in a real browser, offline: headless Chromium opens them with every request
+ * outside loopback refused. GraphiQL loads under its Content-Security-Policy with no violation, a
+ * query is typed into the editor and run, and the result pane shows the pets. Sandbox, whose
+ * script cannot come from Apollo's CDN, shows the fallback that says GraphiQL works offline, and
+ * its inline script and styles run under the gateway's policy (their hashes are right).
+ * Screenshots land in artifacts/browser/ (not committed). Skipped, saying why, where Chromium is
+ * not installed.
  */
 
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoCatalogue } from '../../src/petstore/seed.js';
 import { type Chromium, chromiumMissing, launchChromium } from '../helpers/chromium.js';
@@ -48,6 +51,7 @@ describe.skipIf(missing !== undefined)(
         refused.push(url);
         return route.abort('internetdisconnected');
       });
+      await recordViolations(context);
       page = await context.newPage();
       page.on('pageerror', (error) => pageErrors.push(error.message));
     }, 120_000);
@@ -57,9 +61,10 @@ describe.skipIf(missing !== undefined)(
       await stack?.close();
     });
 
-    it('shows the explorer with no request outside loopback', async () => {
+    it('shows the explorer with no request outside loopback, and nothing refused by its policy', async () => {
       const response = await page.goto(stack.gateway.url, { waitUntil: 'networkidle' });
       expect(response?.status()).toBe(200);
+      expect(response?.headers()['content-security-policy']).toContain("default-src 'none'");
       expect(refused).toEqual([]);
       await page.locator('.graphiql-query-editor .CodeMirror').waitFor({ timeout: 15_000 });
       // The schema arrived by introspection: the documentation explorer can open on Query.
@@ -69,6 +74,7 @@ describe.skipIf(missing !== undefined)(
 
       expect(refused).toEqual([]);
       expect(pageErrors).toEqual([]);
+      expect(await violations(page)).toEqual([]);
       const origin = new URL(stack.gateway.url).origin;
       expect(requested.filter((url) => url.startsWith(`${origin}/graphiql/`))).toHaveLength(4);
     }, 40_000);
@@ -96,9 +102,78 @@ describe.skipIf(missing !== undefined)(
       expect(shown.data).toEqual(expected.body.data);
       expect(refused).toEqual([]);
       expect(pageErrors).toEqual([]);
+      expect(await violations(page)).toEqual([]);
     }, 40_000);
   },
 );
+
+describe.skipIf(missing !== undefined)(
+  `Apollo Sandbox offline in headless Chromium${missing ? ` (skipped: ${missing})` : ''}`,
+  () => {
+    let stack: Stack;
+    let chromium: Chromium;
+    let page: Page;
+    const pageErrors: string[] = [];
+
+    beforeAll(async () => {
+      await mkdir(SCREENSHOTS, { recursive: true });
+      [stack, chromium] = await Promise.all([startStack({ env: { LANDING_PAGE: 'sandbox' } }), launchChromium()]);
+      const context = await chromium.browser.newContext({ viewport: { width: 1280, height: 900 } });
+      await context.route('**/*', (route) => {
+        const { protocol, hostname } = new URL(route.request().url());
+        if (protocol === 'data:' || LOOPBACK.has(hostname)) return route.continue();
+        return route.abort('internetdisconnected');
+      });
+      await recordViolations(context);
+      page = await context.newPage();
+      page.on('pageerror', (error) => pageErrors.push(error.message));
+    }, 120_000);
+
+    afterAll(async () => {
+      await chromium?.close();
+      await stack?.close();
+    });
+
+    it('says that LANDING_PAGE=graphiql works offline, and runs its inline script and styles under the policy', async () => {
+      const response = await page.goto(stack.gateway.url, { waitUntil: 'networkidle' });
+      expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+      // The fallback fades in after a second (Apollo's own style, which the policy must let apply).
+      const fallback = page.locator('.fallback');
+      await page.waitForFunction(
+        () =>
+          Number(
+            (globalThis as any).getComputedStyle((globalThis as any).document.querySelector('.fallback')).opacity,
+          ) === 1,
+        undefined,
+        { timeout: 10_000 },
+      );
+      const text = await fallback.innerText();
+      expect(text).toContain('GraphiQL works offline');
+      expect(text).toContain('LANDING_PAGE=graphiql');
+      expect(text).not.toContain('you might be offline');
+      // The inline script ran (under both Apollo's nonce and the gateway's hash): it got as far as
+      // calling the embed that never loaded.
+      expect(pageErrors.join('\n')).toMatch(/EmbeddedSandbox is not a constructor/);
+      expect(await violations(page)).toEqual([]);
+      await page.screenshot({ path: `${SCREENSHOTS}sandbox-offline.png` });
+    }, 40_000);
+  },
+);
+
+/** Records every Content-Security-Policy violation of the context's pages, from before their first script. */
+async function recordViolations(context: BrowserContext): Promise<void> {
+  await context.addInitScript(() => {
+    const scope = globalThis as any;
+    scope.__violations = [];
+    scope.document.addEventListener('securitypolicyviolation', (event: any) => {
+      scope.__violations.push(`${event.effectiveDirective} refused ${event.blockedURI || 'inline'}`);
+    });
+  });
+}
+
+function violations(page: Page): Promise<string[]> {
+  return page.evaluate(() => (globalThis as any).__violations as string[]);
+}
 
 /** The whole text of the CodeMirror editor inside `container` (it renders only the visible lines). */
 function editorText(page: Page, container: string): Promise<string> {

@@ -96,6 +96,7 @@ export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = conf
         }),
         lifecycle: { ready: () => !drain.draining, track: (res) => drain.track(res) },
         serveAsset: graphql.landingPage.serveAsset,
+        pageHeaders: graphql.landingPage.pageHeaders,
         executions,
         tracing,
       });

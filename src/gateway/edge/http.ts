@@ -54,6 +54,8 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
   readonly executions?: SharedExecutions | undefined;
   /** Serves the landing page's own files (GraphiQL's); returns false for a path that is not one. */
   readonly serveAsset?: ((req: IncomingMessage, res: ServerResponse, pathname: string) => boolean) | undefined;
+  /** Headers for the landing page's HTML (its Content-Security-Policy, X-Frame-Options). */
+  readonly pageHeaders?: (() => Readonly<Record<string, string>>) | undefined;
   /** A span per GraphQL request (OpenTelemetry); none: no tracing work at all. */
   readonly tracing?: Tracing | undefined;
 }
@@ -66,6 +68,8 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
     options.lifecycle?.track(res);
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
+    // No answer of the gateway's is anything but its declared type (JSON, HTML, the page's files).
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     handle(req, res, requestId).catch((error: unknown) => {
       if (isClientFault(error, res)) {
         options.logger.info({ reqId: requestId, reason: describe(error) }, 'client went away');
@@ -171,6 +175,10 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
       response = await execute(gone);
     }
     for (const [name, value] of response.headers) res.setHeader(name, value);
+    // Apollo Server answers a browser's GET with the landing page (and nothing else with HTML).
+    if (req.method === 'GET' && options.pageHeaders && response.headers.get('content-type')?.startsWith('text/html')) {
+      for (const [name, value] of Object.entries(options.pageHeaders())) res.setHeader(name, value);
+    }
     res.statusCode = response.status ?? 200;
     trace?.answered(res.statusCode, response.body.kind === 'complete' ? response.body.string : undefined);
     if (response.body.kind === 'complete') {
@@ -188,6 +196,7 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
  */
 export function answerWhileStarting(req: IncomingMessage, res: ServerResponse): void {
   const { pathname } = new URL(req.url ?? '/', 'http://gateway.invalid');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
   if (pathname === '/health') return sendJson(res, 200, { status: 'ok' });
   res.setHeader('Retry-After', '1');
   if (pathname === '/ready') return sendJson(res, 503, { status: 'unavailable' });

@@ -31,7 +31,7 @@ import { createPetMemory } from './loaders/pet-memory.js';
 import { armorProtection } from './plugins/armor.js';
 import { budgetExtensions } from './plugins/budget-extensions.js';
 import { upstreamEstimate } from './plugins/estimate.js';
-import { createLandingPage, type LandingPageSetup } from './plugins/landing-page.js';
+import { createLandingPage, type LandingPageSetup } from './plugins/landing-page/landing-page.js';
 import { operationMetrics } from './plugins/operation-metrics.js';
 import { requestHooksPlugin } from './plugins/request-hooks.js';
 import { requestShape } from './plugins/request-shape.js';

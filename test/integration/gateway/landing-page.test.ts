@@ -1,8 +1,13 @@
 /**
  * LANDING_PAGE over real HTTP: GraphiQL's page and every file it needs come from the gateway itself
  * (nothing from another origin), with the right types and caching; `none` and `sandbox` serve none
- * of those files. test/system/graphiql-browser.test.ts runs the page in a real browser.
+ * of those files. Every page comes with a Content-Security-Policy that lets its own inline scripts
+ * and styles run by hash (and nothing else inline), and may not be framed; Sandbox's offline text
+ * says that GraphiQL works offline. test/system/graphiql-browser.test.ts runs the pages in a real
+ * browser.
  */
+
+import { createHash } from 'node:crypto';
 
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -112,6 +117,99 @@ describe('LANDING_PAGE=graphiql', () => {
     const response = await stack.query('{ pets(first: 1) { nodes { id } } }');
     expect(response.status).toBe(200);
     expect(response.body.errors).toBeUndefined();
+  });
+});
+
+/** The `'sha256-…'` source of every inline script (without src) and style element in `html`. */
+function inlineSources(html: string): string[] {
+  const hash = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+  const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)]
+    .filter(([, attributes]) => !attributes?.includes('src='))
+    .map(([, , text]) => hash(text ?? ''));
+  const styles = [...html.matchAll(/<style[^>]*>([\s\S]*?)<\/style>/g)].map(([, text]) => hash(text ?? ''));
+  return [...scripts, ...styles];
+}
+
+/** The policy's directives by name. */
+function directives(policy: string | null): Map<string, string[]> {
+  return new Map(
+    (policy ?? '').split(';').map((part) => {
+      const [name, ...sources] = part.trim().split(/\s+/);
+      return [name as string, sources];
+    }),
+  );
+}
+
+describe('the landing pages are served with a policy', () => {
+  let stacks: Record<'graphiql' | 'sandbox' | 'production', Stack>;
+  beforeAll(async () => {
+    const [graphiql, sandbox, production] = await Promise.all([
+      startStack({ env: { LANDING_PAGE: 'graphiql' } }),
+      startStack({ env: { LANDING_PAGE: 'sandbox' } }),
+      startStack({ env: { NODE_ENV: 'production' } }),
+    ]);
+    stacks = { graphiql, sandbox, production } as Record<'graphiql' | 'sandbox' | 'production', Stack>;
+  });
+  afterAll(() => Promise.all(Object.values(stacks).map((stack) => stack.close())));
+
+  it.each(['graphiql', 'sandbox', 'production'] as const)(
+    '%s: a Content-Security-Policy naming each inline script and style by hash, never unsafe-inline; no framing',
+    async (page) => {
+      const response = await fetch(stacks[page].gateway.url, HTML);
+      expect(response.status).toBe(200);
+      const html = await response.text();
+      const policy = response.headers.get('content-security-policy');
+      const parsed = directives(policy);
+      const inline = inlineSources(html);
+      expect(inline.length).toBeGreaterThan(0);
+      for (const source of inline)
+        expect([...(parsed.get('script-src') ?? []), ...(parsed.get('style-src') ?? [])]).toContain(source);
+      expect(policy).not.toContain('unsafe-inline');
+      expect(policy).not.toContain('unsafe-eval');
+      expect(parsed.get('frame-ancestors')).toEqual(["'none'"]);
+      expect(parsed.get('object-src')).toEqual(["'none'"]);
+      expect(parsed.get('base-uri')).toEqual(["'none'"]);
+      expect(response.headers.get('x-frame-options')).toBe('DENY');
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+    },
+  );
+
+  it('lets GraphiQL load from the gateway alone', async () => {
+    const policy = directives((await fetch(stacks.graphiql.gateway.url, HTML)).headers.get('content-security-policy'));
+    expect(policy.get('default-src')).toEqual(["'none'"]);
+    expect(policy.get('connect-src')).toEqual(["'self'"]);
+    expect(policy.get('script-src')?.filter((source) => !source.startsWith("'sha256-"))).toEqual(["'self'"]);
+  });
+
+  it("lets Sandbox load its script from Apollo's CDN and frame Apollo's Sandbox", async () => {
+    const policy = directives((await fetch(stacks.sandbox.gateway.url, HTML)).headers.get('content-security-policy'));
+    expect(policy.get('script-src')).toContain('https://embeddable-sandbox.cdn.apollographql.com');
+    expect(policy.get('frame-src')).toContain('https://sandbox.embed.apollographql.com');
+  });
+
+  it('says on the Sandbox page, for when it cannot load, that LANDING_PAGE=graphiql works offline', async () => {
+    const html = await (await fetch(stacks.sandbox.gateway.url, HTML)).text();
+    const fallback = /<div class="fallback">([\s\S]*?)<\/div>/.exec(html)?.[1] ?? '';
+    expect(fallback).toContain('GraphiQL works offline');
+    expect(fallback).toContain('<code>LANDING_PAGE=graphiql</code>');
+    expect(html).not.toContain('you might be offline');
+  });
+
+  it('marks every other answer nosniff too, and none of them with a page policy', async () => {
+    const origin = new URL(stacks.graphiql.gateway.url).origin;
+    const answers = [
+      await fetch(`${origin}/health`),
+      await fetch(`${origin}/nowhere`),
+      await fetch(stacks.graphiql.gateway.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ __typename }' }),
+      }),
+    ];
+    for (const response of answers) {
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(response.headers.get('content-security-policy')).toBeNull();
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptsGzip } from '../../../../src/gateway/graphql/plugins/landing-page.js';
+import { acceptsGzip } from '../../../../src/gateway/graphql/plugins/landing-page/graphiql.js';
 
 describe('acceptsGzip (RFC 9110 section 12.5.3)', () => {
   it.each([

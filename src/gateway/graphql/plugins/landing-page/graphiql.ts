@@ -1,40 +1,15 @@
 /**
- * What a browser gets at GET /graphql (LANDING_PAGE): Apollo Sandbox, Apollo's production page,
- * nothing, or GraphiQL. Sandbox's script comes from Apollo's CDN, so it is blank without internet
- * access; GraphiQL is served whole by this process (its files: graphiql-files.ts), so it works
- * offline.
+ * GraphiQL as the landing page (LANDING_PAGE=graphiql): the page and every file it needs are served
+ * by this process (the files: graphiql-files.ts), so it works offline, under a policy that lets it
+ * load nothing from anywhere else (page-policy.ts).
  */
 
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import {
-  ApolloServerPluginLandingPageLocalDefault,
-  ApolloServerPluginLandingPageProductionDefault,
-} from '@apollo/server/plugin/landingPage/default';
-import type { LandingPage } from '../../../config.js';
 import { GRAPHIQL_PREFIX, type GraphiqlFileName, locateGraphiqlFiles } from './graphiql-files.js';
-
-export interface LandingPageSetup {
-  readonly plugin: ApolloServerPlugin<BaseContext>;
-  /** Answers a request for one of the page's own files; false when the path is not one. */
-  readonly serveAsset?: (req: IncomingMessage, res: ServerResponse, pathname: string) => boolean;
-}
-
-export function createLandingPage(choice: LandingPage): LandingPageSetup {
-  switch (choice) {
-    case 'sandbox':
-      return { plugin: ApolloServerPluginLandingPageLocalDefault({ footer: false, embed: true }) };
-    case 'production':
-      return { plugin: ApolloServerPluginLandingPageProductionDefault({ footer: false }) };
-    case 'none':
-      return { plugin: ApolloServerPluginLandingPageDisabled() };
-    case 'graphiql':
-      return createGraphiql();
-  }
-}
+import { graphiqlHeaders, type PageHeaders } from './page-policy.js';
 
 interface Asset {
   readonly type: string;
@@ -42,7 +17,12 @@ interface Asset {
   gzipped?: Buffer;
 }
 
-function createGraphiql(): LandingPageSetup {
+/** The GraphiQL page, its files, and its policy. */
+export function createGraphiql(): {
+  plugin: ApolloServerPlugin<BaseContext>;
+  serveAsset(req: IncomingMessage, res: ServerResponse, pathname: string): boolean;
+  pageHeaders(): PageHeaders;
+} {
   // Read once, at start: a missing file fails there, not on a browser's first visit.
   const files = locateGraphiqlFiles();
   const assets = new Map<string, Asset>();
@@ -53,6 +33,7 @@ function createGraphiql(): LandingPageSetup {
     script: files.script.url,
     styles: files.styles.url,
   });
+  const headers = graphiqlHeaders(html);
   return {
     plugin: {
       async serverWillStart() {
@@ -63,6 +44,7 @@ function createGraphiql(): LandingPageSetup {
         };
       },
     },
+    pageHeaders: () => headers,
     serveAsset: (req, res, pathname) => {
       const asset = assets.get(pathname);
       if (!asset) return false;

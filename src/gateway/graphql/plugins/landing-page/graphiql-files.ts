@@ -34,7 +34,7 @@ export interface GraphiqlFile {
 }
 
 /** Beside the compiled module: dist/graphiql/ (from src/, a folder that does not exist). */
-const BUILT = new URL('../../../graphiql/', import.meta.url);
+const BUILT = new URL('../../../../graphiql/', import.meta.url);
 const BUILT_INDEX = new URL('files.json', BUILT);
 
 /** The copies `npm run build` made, else the installed packages; a file missing fails at start. */
