@@ -8,7 +8,10 @@
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GRAPHIQL_PREFIX, installedGraphiqlFiles } from '../dist/gateway/graphql/plugins/landing-page/graphiql-files.js';
+import {
+  GRAPHIQL_PREFIX,
+  installedGraphiqlFiles,
+} from '../dist/gateway/graphql/plugins/landing-page/graphiql-files.js';
 
 const out = fileURLToPath(new URL('../dist/graphiql/', import.meta.url));
 // Copies of an earlier version would otherwise linger beside the new ones.

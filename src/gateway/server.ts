@@ -44,7 +44,7 @@ export interface GatewayHandle {
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<GatewayHandle> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
-  const metrics = createMetrics();
+  const metrics = createMetrics({ budgetGauges: config.metricsToken !== undefined });
   // Listening comes first, so a port in use fails at once and /ready says 503 while the rest starts.
   const listening = options.host ?? config.host;
   const edge = await createEdge(config, { logger, metrics }, listening);

@@ -38,6 +38,7 @@ const CONCURRENCY = 64;
 const MAX_KEYS = 2_000;
 const WARM_UP_KEYS = 10_000;
 
+const METRICS_TOKEN = 'a-metrics-token-for-tests';
 let store: PetstoreHandle;
 let gateway: Started;
 let url: string;
@@ -58,6 +59,8 @@ beforeAll(async () => {
       PETSTORE_KEY_IDLE_TTL: '2s',
       PETSTORE_MAX_KEYS: String(MAX_KEYS),
       LOG_LEVEL: 'warn',
+      // The budget gauges (petstore_budget_keys) are on /metrics only behind a token.
+      METRICS_TOKEN: METRICS_TOKEN,
     },
     ready: /ready at (\S+)/,
     timeoutMs: 60_000,
@@ -81,7 +84,7 @@ async function rssMb(): Promise<number> {
 }
 
 async function metrics(): Promise<string> {
-  return (await fetch(new URL('/metrics', url))).text();
+  return (await fetch(new URL('/metrics', url), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
 }
 
 /** The V8 old generation's committed size (old and large-object spaces), from prom-client's gauges on /metrics. */

@@ -1,6 +1,10 @@
 /**
  * Prometheus metrics (`/metrics`), one registry per gateway so several can run in one process.
- * No label ever holds an API key or its digest: what concerns keys is given as aggregates.
+ * No label holds an API key, its digest, or any string a client chose (an operation name would let
+ * clients grow the series without bound, and show every tenant the names other tenants' clients
+ * send). What concerns keys is given as aggregates, and the budget gauges (how many keys, how many
+ * paused, the lowest remaining budget of any) only where /metrics needs METRICS_TOKEN: they are facts
+ * about the tenants, not the process.
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
@@ -22,18 +26,23 @@ export interface BudgetAggregates {
   readonly jobs: number;
 }
 
-export function createMetrics() {
+export interface MetricsOptions {
+  /** Register the per-key budget gauges (petstore_budget_*): only when /metrics is behind METRICS_TOKEN. */
+  readonly budgetGauges: boolean;
+}
+
+export function createMetrics(options: MetricsOptions = { budgetGauges: false }) {
   const registry = new Registry();
   // The process's own health (CPU, RSS, heap and its spaces, event-loop lag, GC pauses, handles),
   // under prom-client's standard names (process_*, nodejs_*), so stock dashboards and alerts apply.
   collectDefaultMetrics({ register: registry });
   // The limiter is made after the metrics (it reports to them); its aggregates are read at scrape time.
   let limiter: { stats(): BudgetAggregates } | undefined;
-  const fromLimiter = (name: string, help: string, value: (stats: BudgetAggregates) => number) =>
+  const fromLimiter = (name: string, help: string, value: (stats: BudgetAggregates) => number, registered = true) =>
     new Gauge({
       name,
       help,
-      registers: [registry],
+      registers: registered ? [registry] : [],
       collect() {
         if (limiter !== undefined) this.set(value(limiter.stats()));
       },
@@ -44,8 +53,8 @@ export function createMetrics() {
     registry,
     operations: counter(
       'graphql_operations_total',
-      'GraphQL operations executed, by name and outcome (ok or the first error code)',
-      ['operation', 'outcome'],
+      'GraphQL operations executed, by type (query, mutation, subscription; none when the document was refused) and outcome (ok or the first error code)',
+      ['type', 'outcome'],
     ),
     sharedOperations: counter(
       'graphql_shared_operations_total',
@@ -80,21 +89,25 @@ export function createMetrics() {
     rejected: counter('petstore_limiter_rejected_total', 'Requests refused with RATE_LIMITED, by reason', ['reason']),
     queueDepth: fromLimiter('petstore_limiter_queue_depth', 'Requests waiting for rate-limit budget', (s) => s.waiting),
     // Aggregates over keys, read from the limiter at scrape time: no series per key, so /metrics
-    // stays the same size whatever the number of keys, and shows nothing that identifies one.
+    // stays the same size whatever the number of keys, and shows nothing that identifies one. Still
+    // facts about tenants (with one key, its own budget): registered only behind METRICS_TOKEN.
     keysTracked: fromLimiter(
       'petstore_budget_keys',
       'API keys whose upstream budget the gateway tracks',
       (s) => s.keys,
+      options.budgetGauges,
     ),
     keysPaused: fromLimiter(
       'petstore_budget_keys_paused',
       'API keys paused after a 429 from the upstream',
       (s) => s.paused,
+      options.budgetGauges,
     ),
     lowestRemaining: fromLimiter(
       'petstore_budget_lowest_remaining',
       "The fewest requests left in any tracked key's tightest upstream window (-1: none known)",
       (s) => s.lowestRemaining ?? -1,
+      options.budgetGauges,
     ),
     limiterJobs: new Counter({
       name: 'petstore_limiter_jobs_total',

@@ -28,8 +28,10 @@ async function start(options: StackOptions = {}): Promise<Stack> {
   return stack;
 }
 
-async function scrape(target: Stack): Promise<string> {
-  const response = await fetch(new URL('/metrics', target.gateway.url));
+async function scrape(target: Stack, token?: string): Promise<string> {
+  const response = await fetch(new URL('/metrics', target.gateway.url), {
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  });
   expect(response.status).toBe(200);
   expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
   return response.text();
@@ -55,9 +57,9 @@ describe('/metrics', () => {
     expect(errorCodes(limited)).toEqual(['RATE_LIMITED']);
 
     const text = await scrape(target);
-    expect(sample(text, 'graphql_operations_total{operation="ListThem",outcome="ok"}')).toBe(1);
-    expect(sample(text, 'graphql_operations_total{operation="ListThem",outcome="RATE_LIMITED"}')).toBe(1);
-    expect(sample(text, 'graphql_operations_total{operation="Add",outcome="ok"}')).toBe(1);
+    expect(sample(text, 'graphql_operations_total{type="query",outcome="ok"}')).toBe(1);
+    expect(sample(text, 'graphql_operations_total{type="query",outcome="RATE_LIMITED"}')).toBe(2);
+    expect(sample(text, 'graphql_operations_total{type="mutation",outcome="ok"}')).toBe(1);
     expect(sample(text, 'petstore_upstream_requests_total{route="listPets",status="200"}')).toBe(1);
     expect(sample(text, 'petstore_upstream_requests_total{route="createPet",status="201"}')).toBe(1);
     // Two legacy lookups spend the last request of the minute and meet the limit on the other.
@@ -72,10 +74,38 @@ describe('/metrics', () => {
     expect(text).not.toContain(TEST_KEY);
   });
 
-  it('reports budget aggregates, never a key or its digest', async () => {
+  it('labels operations by type and outcome only: no name a client chose, however many', async () => {
+    const target = await start();
+    await target.query('query ListThem { pets(first: 2) { nodes { id } } }');
+    await target.query('mutation Add { createPet(input: { name: "Rex", categoryId: "1" }) { pet { id } } }');
+    for (let i = 0; i < 20; i++) await target.query(`query Tenant${i}Secret { pets(first: 1) { nodes { id } } }`);
+    await target.query('{ pets(first: 1) { nodes { nme } } }');
+    await target.query('query NotParsed {');
+    const text = await scrape(target);
+    expect(text).not.toMatch(/ListThem|Add"|Secret|NotParsed|anonymous/);
+    const series = [...text.matchAll(/^graphql_operations_total(\{.*\}) \d+$/gm)].map((match) => match[1]).sort();
+    expect(series).toEqual([
+      '{type="mutation",outcome="ok"}',
+      '{type="none",outcome="GRAPHQL_PARSE_FAILED"}',
+      '{type="none",outcome="GRAPHQL_VALIDATION_FAILED"}',
+      '{type="query",outcome="ok"}',
+    ]);
+    expect(sample(text, 'graphql_operations_total{type="query",outcome="ok"}')).toBe(21);
+  });
+
+  it('keeps the budget gauges (facts about the tenants) off /metrics without METRICS_TOKEN', async () => {
     const target = await start({ env: { PETSTORE_RATE_LIMITS: '60/1m' } });
     await target.query(PETS);
     const text = await scrape(target);
+    expect(text).not.toMatch(/^petstore_budget_/m);
+    // What the process and its traffic are, in aggregate, stays.
+    expect(sample(text, 'petstore_upstream_requests_total{route="listPets",status="200"}')).toBe(1);
+  });
+
+  it('reports budget aggregates behind METRICS_TOKEN, never a key or its digest', async () => {
+    const target = await start({ env: { PETSTORE_RATE_LIMITS: '60/1m', METRICS_TOKEN: 'a-metrics-token-for-tests' } });
+    await target.query(PETS);
+    const text = await scrape(target, 'a-metrics-token-for-tests');
     expect(sample(text, 'petstore_budget_keys')).toBe(1);
     expect(sample(text, 'petstore_budget_keys_paused')).toBe(0);
     expect(sample(text, 'petstore_budget_lowest_remaining')).toBeGreaterThan(0);

@@ -79,7 +79,7 @@ const gets = () => upstream.requests.filter((request) => request.method === 'GET
 describe('identical queries in flight for one key', () => {
   it('are answered by one execution: one upstream request, the same data, the cost where it was spent', async () => {
     const sharedBefore = await metric('graphql_shared_operations_total');
-    const executedBefore = await metric('graphql_operations_total{operation="anonymous",outcome="ok"}');
+    const executedBefore = await metric('graphql_operations_total{type="query",outcome="ok"}');
     const answers = Array.from({ length: 5 }, () => gateway.query(QUERY));
     await until(async () => (await metric('graphql_shared_operations_total')) - sharedBefore === 4);
     release();
@@ -92,7 +92,7 @@ describe('identical queries in flight for one key', () => {
     // One sent the request; the four that joined it sent nothing, and say so.
     expect(responses.map((response) => cost(response).actualUpstreamRequests).sort()).toEqual([0, 0, 0, 0, 1]);
     expect(responses.every((response) => cost(response).estimatedUpstreamRequests === 1)).toBe(true);
-    expect((await metric('graphql_operations_total{operation="anonymous",outcome="ok"}')) - executedBefore).toBe(1);
+    expect((await metric('graphql_operations_total{type="query",outcome="ok"}')) - executedBefore).toBe(1);
   });
 
   it('keep going for the others when the client that started them leaves, and stop when all have', async () => {
