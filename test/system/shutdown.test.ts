@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { acceptQueueReader } from '../../src/gateway/observability/accept-queue.js';
 import { gql } from '../helpers/gql.js';
 import { answer, type Behaviour, startHostileUpstream } from '../helpers/hostile-upstream.js';
 import {
@@ -290,6 +291,31 @@ describe('shutdown with the default configuration, against an upstream that answ
       const counts = tally(await outcomes);
       expect(counts.reset).toBeUndefined();
       expect(counts.acknowledged).toBe(upstream.created());
+      expect(await main.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it('answers, never resets, the connections still waiting to be accepted when the signal came', async () => {
+    const upstream = createsOnArrival(0);
+    const store = await startHostileUpstream(upstream.behaviour);
+    const queue = acceptQueueReader();
+    try {
+      main = await startMain({ PORT: '0', PETSTORE_BASE_URL: store.url, PETSTORE_API_KEY: UPSTREAM_KEY });
+      const pid = checkedPid(main.child.pid);
+      const port = main.port;
+      // Stopped, the gateway accepts nothing: the 20 connections wait in the kernel's accept queue,
+      // as they do on a replica too busy to take them at once (Node takes one per turn of its loop).
+      process.kill(pid, 'SIGSTOP');
+      const outcomes = createPets(main.url, 20);
+      if (queue) expect(await until(() => queue(port) === 20, 10_000)).toBe(true);
+      else await new Promise((resolve) => setTimeout(resolve, 1_000));
+      process.kill(pid, 'SIGTERM');
+      process.kill(pid, 'SIGCONT');
+      // Sent after the signal as far as the gateway knows: not carried out, and said so.
+      expect(tally(await outcomes)).toEqual({ UNAVAILABLE: 20 });
+      expect(upstream.created()).toBe(0);
       expect(await main.exited).toEqual({ code: 0, signal: null });
     } finally {
       await store.close();

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../../config.js';
 import type { ContextFactory, GraphQL } from '../graphql/graphql.js';
+import { acceptQueueReader } from '../observability/accept-queue.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
@@ -56,7 +57,9 @@ export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = conf
   httpServer.requestTimeout = config.http.requestTimeoutMs;
   httpServer.keepAliveTimeout = config.http.keepAliveTimeoutMs;
   httpServer.maxConnections = config.http.maxConnections;
-  const drain = createDrain(httpServer);
+  // Set once listening, when the port is known; none where there is no /proc/net/tcp.
+  let acceptQueue: (() => number) | undefined;
+  const drain = createDrain(httpServer, { acceptQueue: () => acceptQueue?.() });
   let handle: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   httpServer.on('request', (req, res) => (handle ?? answerWhileStarting)(req, res));
   await new Promise<void>((resolve, reject) => {
@@ -68,6 +71,8 @@ export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = conf
   });
   const { port } = httpServer.address() as AddressInfo;
   metrics.watchAcceptQueue(port);
+  const reader = acceptQueueReader();
+  if (reader !== undefined) acceptQueue = () => reader(port);
   let connectionsDropped = 0;
   httpServer.on('drop', () => {
     metrics.connectionsDropped.inc();
