@@ -76,41 +76,6 @@ try {
   if (code === 'EACCES') fail(`PORT ${config.port} needs privileges this process does not have; set PORT above 1023`);
   throw error;
 }
-const keyInUse = embedded
-  ? 'the demo key (clients without Authorization use it)'
-  : config.apiKey
-    ? 'PETSTORE_API_KEY (clients without Authorization use it)'
-    : 'none (every client sends its own Authorization: Bearer key)';
-console.log(`Pet Store GraphQL gateway ready at ${gateway.url} (listening on ${config.host}:${gateway.port})`);
-console.log(
-  embedded
-    ? `Upstream: the embedded reference Pet Store at ${embedded.url} (demo catalogue; set PETSTORE_BASE_URL to front a real one)`
-    : `Upstream: ${config.petstoreBaseUrl}`,
-);
-console.log(`Server key: ${keyInUse}`);
-if (config.tracing) {
-  console.log(
-    `Tracing: spans exported over OTLP/HTTP as service ${config.tracing.serviceName} (OTEL_EXPORTER_OTLP_* endpoint)`,
-  );
-}
-if (!embedded) {
-  const reason = await unreachable(new URL(config.petstoreBaseUrl as string));
-  if (reason) {
-    console.log(
-      `Upstream: PETSTORE_BASE_URL ${config.petstoreBaseUrl} ${reason}; requests answer UPSTREAM_UNAVAILABLE until it does`,
-    );
-  }
-}
-if (config.corsOrigins === '*' && config.apiKey !== undefined) {
-  logger.warn("CORS_ORIGINS=* with a server key: any web page can spend that key from its visitors' browsers");
-}
-const explorers: Partial<Record<LandingPage, string>> = {
-  sandbox: "Apollo Sandbox (its script comes from Apollo's CDN; LANDING_PAGE=graphiql works offline)",
-  graphiql: 'GraphiQL (served by the gateway itself; works offline)',
-};
-const explorer = explorers[config.landingPage];
-if (explorer) console.log(`Open ${gateway.url} in a browser for ${explorer}.`);
-
 if (config.drainGraceMs < config.maxWaitMs + config.timeoutMs) {
   logger.warn(
     { drainGraceMs: config.drainGraceMs, longestRequestMs: config.maxWaitMs + config.timeoutMs },
@@ -156,7 +121,44 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
   logger.flush();
   process.exit(0);
 }
+// Before the ready line: a supervisor may stop the gateway the moment it says it is ready (and
+// the start-up checks below take seconds), and a signal without a handler kills it mid-request.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, onSignal);
+
+const keyInUse = embedded
+  ? 'the demo key (clients without Authorization use it)'
+  : config.apiKey
+    ? 'PETSTORE_API_KEY (clients without Authorization use it)'
+    : 'none (every client sends its own Authorization: Bearer key)';
+console.log(`Pet Store GraphQL gateway ready at ${gateway.url} (listening on ${config.host}:${gateway.port})`);
+console.log(
+  embedded
+    ? `Upstream: the embedded reference Pet Store at ${embedded.url} (demo catalogue; set PETSTORE_BASE_URL to front a real one)`
+    : `Upstream: ${config.petstoreBaseUrl}`,
+);
+console.log(`Server key: ${keyInUse}`);
+if (config.tracing) {
+  console.log(
+    `Tracing: spans exported over OTLP/HTTP as service ${config.tracing.serviceName} (OTEL_EXPORTER_OTLP_* endpoint)`,
+  );
+}
+if (!embedded) {
+  const reason = await unreachable(new URL(config.petstoreBaseUrl as string));
+  if (reason) {
+    console.log(
+      `Upstream: PETSTORE_BASE_URL ${config.petstoreBaseUrl} ${reason}; requests answer UPSTREAM_UNAVAILABLE until it does`,
+    );
+  }
+}
+if (config.corsOrigins === '*' && config.apiKey !== undefined) {
+  logger.warn("CORS_ORIGINS=* with a server key: any web page can spend that key from its visitors' browsers");
+}
+const explorers: Partial<Record<LandingPage, string>> = {
+  sandbox: "Apollo Sandbox (its script comes from Apollo's CDN; LANDING_PAGE=graphiql works offline)",
+  graphiql: 'GraphiQL (served by the gateway itself; works offline)',
+};
+const explorer = explorers[config.landingPage];
+if (explorer) console.log(`Open ${gateway.url} in a browser for ${explorer}.`);
 
 /**
  * OpenTelemetry, when an OTLP endpoint is configured: a tracer provider that exports batches of

@@ -28,6 +28,7 @@ import {
   descendants,
   killTree,
   signalGroup,
+  startUntil,
   stopProcess,
   trackedEnv,
   waitGone,
@@ -172,6 +173,36 @@ describe('graceful shutdown of src/main.ts', () => {
     main = undefined;
     upstream = undefined;
   });
+
+  it('drains on a SIGTERM that comes right after the ready line, while start-up still checks the upstream', async () => {
+    // An upstream whose accept queue is full (its process stopped): a connection to it hangs, so
+    // the start-up check after the ready line takes its whole 3 s. A signal in those seconds used
+    // to find no handler, and killed the gateway.
+    const full = await startUntil(
+      process.execPath,
+      [
+        '-e',
+        "const s = require('node:net').createServer().listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => console.log('port ' + s.address().port));",
+      ],
+      { cwd: ROOT, env: { PATH: process.env.PATH ?? '' }, ready: /port (\d+)/, timeoutMs: 30_000 },
+    );
+    try {
+      const port = Number(full.ready[1]);
+      process.kill(full.pid, 'SIGSTOP');
+      const fillers = Array.from({ length: 3 }, () => connect({ host: '127.0.0.1', port }).on('error', () => {}));
+      main = await startMain({
+        PORT: '0',
+        PETSTORE_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        PETSTORE_API_KEY: UPSTREAM_KEY,
+      });
+      main.child.kill('SIGTERM');
+      expect(await main.exited).toEqual({ code: 0, signal: null });
+      expect(main.output()).toContain('"signal":"SIGTERM"');
+      for (const filler of fillers) filler.destroy();
+    } finally {
+      await killTree(full.pid);
+    }
+  }, 60_000);
 
   it.each(['SIGTERM', 'SIGINT'] as const)(
     'finishes the request in flight on %s, refuses new connections, and exits 0',

@@ -30,13 +30,12 @@ const QUIET_MS = 250;
  * replica, requests clients have already sent, who then cannot tell whether they were carried out
  * (17 of 20 createPets reset, the gateway stopped while they connected; 39 of 50 in a test on a
  * loaded machine). Node accepts one connection per turn of its event loop, so the queue the signal
- * found is accepted first: until as many connections as it held have been taken (read from
- * /proc/net/tcp), for at most ACCEPT_PENDING_MAX_MS; where the queue cannot be read, for
- * ACCEPT_PENDING_MS (a timer, not setImmediate: it fires only after a poll phase, the one that
- * accepts).
+ * found is accepted first: until as many connections as it held have been taken, or the queue
+ * (read from /proc/net/tcp) is empty, within the grace period. However slow the turns, that is
+ * progress, not a timer. Where the queue cannot be read, for ACCEPT_PENDING_MS (a timer, not
+ * setImmediate: it fires only after a poll phase, the one that accepts).
  */
 const ACCEPT_PENDING_MS = 50;
-const ACCEPT_PENDING_MAX_MS = 2_000;
 
 export interface DrainOptions {
   /** Connections waiting in the kernel's accept queue of the listening port; undefined where that cannot be read. */
@@ -59,14 +58,19 @@ export function createDrain(server: Server, options: DrainOptions = {}): Drain {
   let lastStarted = 0;
   let settled: (() => void) | undefined;
 
-  /** Waits until the connections queued at the signal are accepted (or dropped past MAX_CONNECTIONS), or `until`. */
+  /**
+   * Waits until the connections queued at the signal are accepted (or dropped past
+   * MAX_CONNECTIONS), the queue is empty, or `until`.
+   */
   async function acceptPending(until: number): Promise<void> {
     const queued = options.acceptQueue?.();
     if (queued === undefined) return new Promise((resolve) => setTimeout(resolve, ACCEPT_PENDING_MS));
     let taken = 0;
     const take = () => void taken++;
     server.on('connection', take).on('drop', take);
-    while (taken < queued && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (taken < queued && (options.acceptQueue?.() ?? 0) > 0 && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
     server.off('connection', take).off('drop', take);
   }
 
@@ -100,14 +104,19 @@ export function createDrain(server: Server, options: DrainOptions = {}): Drain {
       draining = true;
       // Answers still to be written close their connection after them.
       for (const response of answering) if (response?.headersSent === false) response.setHeader('Connection', 'close');
-      const started = Date.now();
-      const deadline = started + graceMs;
-      await acceptPending(Math.min(deadline, started + ACCEPT_PENDING_MAX_MS));
+      const deadline = Date.now() + graceMs;
+      await acceptPending(deadline);
       // Stop listening, as net.Server does: http.Server's own close() would also close every
       // connection it deems idle at once, and one whose request bytes have arrived but are not read
       // yet looks idle. Those are closed below, once nothing has started for a moment.
       const closed = new Promise<void>((resolve) => net.Server.prototype.close.call(server, () => resolve()));
-      while (Date.now() < deadline && (inFlight > 0 || Date.now() - Math.max(started, lastStarted) < QUIET_MS)) {
+      // The quiet moment counts from the last accept, not the signal: a connection just accepted
+      // has its request read in a later turn, and until then it looks idle.
+      const stoppedListening = Date.now();
+      while (
+        Date.now() < deadline &&
+        (inFlight > 0 || Date.now() - Math.max(stoppedListening, lastStarted) < QUIET_MS)
+      ) {
         await new Promise<void>((resolve) => {
           settled = resolve;
           setTimeout(resolve, Math.min(QUIET_MS, Math.max(1, deadline - Date.now())));
