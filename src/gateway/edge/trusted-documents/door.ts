@@ -36,7 +36,10 @@ export interface TrustedDocumentsOptions {
 export interface Admitted {
   readonly refused?: undefined;
   readonly body: unknown;
-  /** The body's text: as it came, or the resolved body's JSON (what shared executions are keyed on). */
+  /**
+   * The body's text as it came: what shared executions are keyed on. A request by id is as unique
+   * in its own words as in the document's, and the resolved body is not written out again for it.
+   */
   readonly text: string | undefined;
   /** The query string, `?` included, or ''. */
   readonly search: string;
@@ -104,13 +107,12 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
         changed ||= verdict.kind === 'persisted';
         resolved.push(verdict.kind === 'persisted' ? resolve(item as Record<string, unknown>, verdict.query) : item);
       }
-      return changed ? { body: resolved, text: JSON.stringify(resolved), search } : { body, text, search };
+      return { body: changed ? resolved : body, text, search };
     }
     const verdict = judgeObject(body);
     if (verdict.kind === 'refused') return refusal(verdict.error);
     if (verdict.kind !== 'persisted') return { body, text, search };
-    const resolved = resolve(body as Record<string, unknown>, verdict.query);
-    return { body: resolved, text: JSON.stringify(resolved), search };
+    return { body: resolve(body as Record<string, unknown>, verdict.query), text, search };
   }
 
   function judgeObject(body: unknown): Verdict {
