@@ -221,7 +221,12 @@ describe('with PERSISTED_DOCUMENTS_ONLY=true', () => {
   beforeAll(async () => {
     stack = await startStack({
       store: { seed: demoCatalogue() },
-      env: { PERSISTED_DOCUMENTS: manifestPath, PERSISTED_DOCUMENTS_ONLY: 'true', PETSTORE_RATE_LIMITS: '100/1m' },
+      env: {
+        PERSISTED_DOCUMENTS: manifestPath,
+        PERSISTED_DOCUMENTS_ONLY: 'true',
+        PETSTORE_RATE_LIMITS: '100/1m',
+        ALLOW_BATCHED_REQUESTS: 'true',
+      },
       gateway: { logger: createLogger('trace', { write: (line: string) => void lines.push(line) }) },
     });
   });
@@ -301,5 +306,32 @@ describe('with PERSISTED_DOCUMENTS_ONLY=true', () => {
       404,
     );
     expect(await used()).toBe(before);
+  });
+
+  it('judges every operation of a batch: ids run, one unlisted document refuses the whole batch', async () => {
+    const send = async (batch: unknown[]) => {
+      const response = await fetch(stack.gateway.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(batch),
+      });
+      return { status: response.status, body: (await response.json()) as unknown };
+    };
+    const ids = await send([{ documentId: `sha256:${sha256(PETS)}` }, { extensions: apq(sha256(RATE)) }]);
+    expect(ids.status).toBe(200);
+    expect((ids.body as GqlResponse['body'][]).map((answer) => answer.errors)).toEqual([undefined, undefined]);
+
+    const before = stack.count();
+    const mixed = await send([{ documentId: `sha256:${sha256(PETS)}` }, { query: '{ pets { nodes { id } } }' }]);
+    expect(mixed.status).toBe(403);
+    expect(mixed.body).toEqual({
+      errors: [
+        {
+          message: 'The operation body was not found in the persisted query safelist',
+          extensions: { code: 'QUERY_NOT_IN_SAFELIST' },
+        },
+      ],
+    });
+    expect(stack.count()).toBe(before);
   });
 });
