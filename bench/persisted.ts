@@ -44,24 +44,20 @@ async function send(url: string, body: string): Promise<void> {
   if (answer.data?.pets?.nodes?.length !== 20) throw new Error(`unexpected answer: ${JSON.stringify(answer)}`);
 }
 
-/** `count` requests, `CONCURRENCY` at a time (closed loop); the gateway's CPU ms and the wall ms they took. */
-async function round(url: string, pid: number, body: string, count: number): Promise<{ cpu: number; wall: number }> {
-  const [cpu, wall] = [cpuMs(pid), performance.now()];
+/** `count` requests, `CONCURRENCY` at a time (closed loop); the gateway's CPU µs per request. */
+async function round(url: string, pid: number, body: string, count: number): Promise<number> {
+  const before = cpuMs(pid);
   let left = count;
   const worker = async () => {
     while (left-- > 0) await send(url, body);
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return { cpu: cpuMs(pid) - cpu, wall: performance.now() - wall };
+  return ((cpuMs(pid) - before) * 1000) / count;
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
-const store = await startPetstore({
-  port: 0,
-  seed: demoCatalogue(),
-  keys: { [KEY]: { perMinute: 100_000_000, perDay: 1_000_000_000 } },
-});
+const store = await startPetstore({ port: 0, seed: demoCatalogue(), keys: { [KEY]: { perMinute: 1e8, perDay: 1e9 } } });
 const manifest = join(tmpdir(), `bench-persisted-${process.pid}.json`);
 writeFileSync(manifest, JSON.stringify({ [`sha256:${HASH}`]: QUERY }));
 const gateway = spawn(process.execPath, ['--max-old-space-size=256', 'dist/main.js'], {
@@ -69,13 +65,8 @@ const gateway = spawn(process.execPath, ['--max-old-space-size=256', 'dist/main.
   env: {
     PATH: process.env.PATH ?? '',
     NODE_ENV: 'production',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    PETSTORE_BASE_URL: store.url,
-    PETSTORE_API_KEY: KEY,
-    PETSTORE_RATE_LIMITS: 'off',
-    LOG_LEVEL: 'warn',
-    PERSISTED_DOCUMENTS: manifest,
+    ...{ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', PERSISTED_DOCUMENTS: manifest },
+    ...{ PETSTORE_BASE_URL: store.url, PETSTORE_API_KEY: KEY, PETSTORE_RATE_LIMITS: 'off' },
   },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
@@ -91,28 +82,21 @@ try {
   });
   gateway.stdout?.resume();
   const pid = gateway.pid as number;
-  for (const body of Object.values(forms)) await round(url, pid, body, REQUESTS); // warm-up, JIT and pools
-  const results: Record<keyof typeof forms, { cpu: number[]; rate: number[] }> = {
-    text: { cpu: [], rate: [] },
-    documentId: { cpu: [], rate: [] },
-  };
+  for (const body of Object.values(forms)) await round(url, pid, body, REQUESTS); // warm-up: JIT, pools
+  const cpu = { text: [] as number[], documentId: [] as number[] };
   for (let i = 0; i < ROUNDS; i++) {
-    // Interleaved, the order swapped every round, so drift (another process, GC growth) falls on both.
+    // Interleaved, the order swapped every round, so drift (other processes, heap growth) falls on both.
     const order = (i % 2 === 0 ? ['text', 'documentId'] : ['documentId', 'text']) as (keyof typeof forms)[];
-    for (const form of order) {
-      const { cpu, wall } = await round(url, pid, forms[form], REQUESTS);
-      results[form].cpu.push((cpu * 1000) / REQUESTS);
-      results[form].rate.push((REQUESTS * 1000) / wall);
-    }
+    for (const form of order) cpu[form].push(await round(url, pid, forms[form], REQUESTS));
   }
   console.log(`one-call query, ${ROUNDS} interleaved rounds of ${REQUESTS} requests, ${CONCURRENCY} at a time`);
-  console.log('form        gateway CPU µs/request (median, all rounds)        requests/s (median)');
-  for (const [form, { cpu, rate }] of Object.entries(results)) {
-    const all = cpu.map((value) => value.toFixed(0)).join(' ');
-    console.log(
-      `${form.padEnd(11)} ${median(cpu).toFixed(0).padStart(5)}  (${all})`.padEnd(62) + median(rate).toFixed(0),
-    );
+  for (const [form, values] of Object.entries(cpu)) {
+    const each = values.map((value) => value.toFixed(0)).join(' ');
+    console.log(`${form.padEnd(10)} gateway CPU ${median(values).toFixed(0)} µs/request (median; rounds: ${each})`);
   }
+  const ratios = cpu.documentId.map((value, i) => value / (cpu.text[i] as number));
+  const each = ratios.map((ratio) => ratio.toFixed(2)).join(' ');
+  console.log(`documentId / text, round by round: median ${median(ratios).toFixed(3)} (${each})`);
 } finally {
   gateway.kill('SIGTERM');
   await store.close();

@@ -73,8 +73,8 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
   function judge(query: unknown, documentId: unknown, extensions: unknown): Verdict {
     if (documentId !== undefined && documentId !== null) {
       if (typeof documentId !== 'string') return refuse(badRequest('documentId must be a string'));
-      const hex = (documentId.startsWith(PREFIX) ? documentId.slice(PREFIX.length) : documentId).toLowerCase();
-      const document = manifest.byHash.get(hex);
+      const hex = documentId.startsWith(PREFIX) ? documentId.slice(PREFIX.length) : documentId;
+      const document = manifest.byHash.get(hex) ?? manifest.byHash.get(hex.toLowerCase());
       if (document === undefined) return refuse(persistedQueryNotInList(documentId));
       // Which would run? Apollo Router refuses the pair too (CANNOT_SEND_PQ_ID_AND_BODY).
       if (query !== undefined && query !== null) return refuse(badRequest('send a documentId or a query, not both'));
@@ -83,7 +83,8 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
     const persisted = (extensions as { persistedQuery?: unknown } | undefined)?.persistedQuery;
     if (typeof persisted === 'object' && persisted !== null) {
       const hash = (persisted as { sha256Hash?: unknown }).sha256Hash;
-      const document = typeof hash === 'string' ? manifest.byHash.get(hash.toLowerCase()) : undefined;
+      const document =
+        typeof hash === 'string' ? (manifest.byHash.get(hash) ?? manifest.byHash.get(hash.toLowerCase())) : undefined;
       if (document === undefined) return only ? refuse(persistedQueryNotInList(String(hash))) : FREEFORM;
       // Apollo Server's own answer to a hash that is not the query's, unchanged.
       if (query !== undefined && query !== null && query !== document) {
