@@ -79,6 +79,16 @@ export interface Config {
   readonly clientIdHeader: string | undefined;
   /** OpenTelemetry tracing, on only when an OTLP endpoint is configured (the standard OTEL_* variables). */
   readonly tracing: TracingConfig | undefined;
+  /** Trusted documents (PERSISTED_DOCUMENTS, PERSISTED_DOCUMENTS_ONLY); undefined: no manifest. */
+  readonly persistedDocuments: PersistedDocumentsConfig | undefined;
+}
+
+/** Where the persisted-documents manifest is, and whether only its documents may run. */
+export interface PersistedDocumentsConfig {
+  /** The manifest, `{ "sha256:<hex>": "<document>" }` as graphql-codegen's client preset writes it. */
+  readonly path: string;
+  /** Only listed documents run (a freeform one must be the exact text of one); APQ registration is off. */
+  readonly only: boolean;
 }
 
 /**
@@ -199,6 +209,7 @@ export function parseConfig(env: Env): Config {
     metricsToken: parseSecret(env, 'METRICS_TOKEN'),
     clientIdHeader: parseHeaderName(env, 'CLIENT_ID_HEADER'),
     tracing: parseTracing(env),
+    persistedDocuments: parsePersistedDocuments(env),
   };
   return Object.freeze(config);
 }
@@ -340,6 +351,24 @@ function parseHttpUrl(env: Env, name: string): string | undefined {
     if (['http:', 'https:'].includes(new URL(raw).protocol)) return raw;
   } catch {}
   throw new ConfigError(`${name} must be an http(s) URL, e.g. http://localhost:4318`);
+}
+
+/**
+ * The manifest's path only: the file is read once by the gateway at start (edge/trusted-documents),
+ * so parsing the environment stays free of I/O. Safelisting with no list would refuse everything.
+ */
+function parsePersistedDocuments(env: Env): PersistedDocumentsConfig | undefined {
+  const path = value(env, 'PERSISTED_DOCUMENTS');
+  const only = parseBoolean(env, 'PERSISTED_DOCUMENTS_ONLY', false);
+  if (path === undefined) {
+    if (only) {
+      throw new ConfigError(
+        'PERSISTED_DOCUMENTS_ONLY=true needs PERSISTED_DOCUMENTS, the path of a persisted-documents manifest (npm run codegen writes one)',
+      );
+    }
+    return undefined;
+  }
+  return Object.freeze({ path, only });
 }
 
 function parseSecret(env: Env, name: string): string | undefined {

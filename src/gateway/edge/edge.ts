@@ -16,10 +16,20 @@ import { createCors } from './cors.js';
 import { createDrain } from './drain.js';
 import { answerWhileStarting, createHttpHandler } from './http.js';
 import type { SharedExecutions } from './shared-executions.js';
+import { createTrustedDocuments, type DocumentKind } from './trusted-documents/door.js';
+import { EMPTY_MANIFEST, loadManifest } from './trusted-documents/manifest.js';
 
 export type EdgeConfig = Pick<
   Config,
-  'port' | 'host' | 'http' | 'limits' | 'corsOrigins' | 'clientIdHeader' | 'metricsToken' | 'drainGraceMs'
+  | 'port'
+  | 'host'
+  | 'http'
+  | 'limits'
+  | 'corsOrigins'
+  | 'clientIdHeader'
+  | 'metricsToken'
+  | 'drainGraceMs'
+  | 'persistedDocuments'
 >;
 
 export interface EdgeDeps {
@@ -43,9 +53,24 @@ export interface Edge {
   close(): Promise<void>;
 }
 
-/** Listens on `host` (default: config.host); resolves once listening. */
+/**
+ * Listens on `host` (default: config.host); resolves once listening. The persisted-documents
+ * manifest is read first: a bad one stops start-up (ConfigError) before the port is taken.
+ */
 export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = config.host): Promise<Edge> {
   const { logger, metrics } = deps;
+  // Without a manifest every documentId is unknown (PERSISTED_QUERY_NOT_IN_LIST) and the rest is as before.
+  const manifest = config.persistedDocuments ? loadManifest(config.persistedDocuments.path) : EMPTY_MANIFEST;
+  const kinds: Record<DocumentKind, { inc(): void }> = {
+    freeform: metrics.documentRequests.labels('freeform'),
+    persisted: metrics.documentRequests.labels('persisted'),
+    refused: metrics.documentRequests.labels('refused'),
+  };
+  const trustedDocuments = createTrustedDocuments({
+    manifest,
+    only: config.persistedDocuments?.only ?? false,
+    count: (kind) => kinds[kind].inc(),
+  });
   const httpServer = createServer({
     headersTimeout: config.http.headersTimeoutMs,
     requestTimeout: config.http.requestTimeoutMs,
@@ -104,6 +129,7 @@ export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = conf
         pageHeaders: graphql.landingPage.pageHeaders,
         executions,
         tracing,
+        trustedDocuments,
       });
     },
     async close() {

@@ -21,6 +21,7 @@ import { Cancellation, type CancelSignal } from '../shared/cancel.js';
 import { type CorsVerdict, createCors } from './cors.js';
 import { requestIdFrom } from './request-id.js';
 import type { SharedExecutions } from './shared-executions.js';
+import type { TrustedDocuments } from './trusted-documents/door.js';
 
 /** Generic in the context so that Apollo's integration test suite can serve its own servers through this edge. */
 export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
@@ -58,6 +59,8 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
   readonly pageHeaders?: (() => Readonly<Record<string, string>>) | undefined;
   /** A span per GraphQL request (OpenTelemetry); none: no tracing work at all. */
   readonly tracing?: Tracing | undefined;
+  /** Persisted documents resolved, and unlisted ones refused, before Apollo Server reads the request. */
+  readonly trustedDocuments?: TrustedDocuments | undefined;
 }
 
 export function createHttpHandler<TContext extends BaseContext = GatewayContext>(
@@ -141,6 +144,20 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
       trace?.conclude({ code: 'BAD_REQUEST' });
       return sendJson(res, body.status, { errors: [{ message: body.error, extensions: { code: 'BAD_REQUEST' } }] });
     }
+    let { value, text } = body;
+    let target = url;
+    if (options.trustedDocuments !== undefined) {
+      const admitted = options.trustedDocuments.admit(req.method, value, text, url.search);
+      if (admitted.refused !== undefined) {
+        trace?.conclude({ code: admitted.refused.code });
+        // As Apollo Router answers these: the list may gain the id with the next deploy, so no cache keeps the refusal.
+        res.setHeader('Cache-Control', 'private, no-cache, must-revalidate');
+        return sendJson(res, admitted.status, admitted.answer);
+      }
+      value = admitted.body;
+      text = admitted.text;
+      if (admitted.search !== url.search) target = { pathname: url.pathname, search: admitted.search };
+    }
     const execute = (signal: CancelSignal) => {
       const headers = new HeaderMap();
       for (const [name, value] of Object.entries(req.headers)) {
@@ -149,12 +166,12 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
       const request: HTTPGraphQLRequest = {
         method: req.method ?? 'GET',
         headers,
-        search: url.search,
-        body: body.value,
+        search: target.search,
+        body: value,
       };
       return options.apollo.executeHTTPGraphQLRequest({
         httpGraphQLRequest: request,
-        context: () => options.context(req, queryText(body.value, url), requestId, signal, trace),
+        context: () => options.context(req, queryText(value, target), requestId, signal, trace),
       });
     };
     // The client leaving cancels what its operation still has queued or in flight upstream. A
@@ -164,8 +181,8 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
         if (!res.writableFinished) leave(new DOMException('the client closed the connection', 'AbortError'));
       });
     };
-    const executions = body.text === undefined ? undefined : options.executions;
-    const shared = executions?.keyOf(req.headers, body.text as string, body.value);
+    const executions = text === undefined ? undefined : options.executions;
+    const shared = executions?.keyOf(req.headers, text as string, value);
     let response: HTTPGraphQLResponse;
     if (executions !== undefined && shared !== undefined) {
       response = await executions.answer(shared, whenGone, execute, trace);

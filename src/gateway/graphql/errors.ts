@@ -15,6 +15,10 @@ export const ErrorCode = {
   RATE_LIMITED: 'RATE_LIMITED',
   UPSTREAM_UNAVAILABLE: 'UPSTREAM_UNAVAILABLE',
   UPSTREAM_BUDGET_EXCEEDED: 'UPSTREAM_BUDGET_EXCEEDED',
+  PERSISTED_QUERY_NOT_IN_LIST: 'PERSISTED_QUERY_NOT_IN_LIST',
+  QUERY_NOT_IN_SAFELIST: 'QUERY_NOT_IN_SAFELIST',
+  /** Apollo Server's code for a request it cannot read; ours where the trusted-documents door refuses one. */
+  BAD_REQUEST: 'BAD_REQUEST',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -109,6 +113,37 @@ export function missingCredential(
   message = 'no API key: send Authorization: Bearer <key>, or configure PETSTORE_API_KEY',
 ): GatewayError {
   return new GatewayError(ErrorCode.UNAUTHENTICATED, message, {}, 401);
+}
+
+/** Longest part of a client's document id repeated in an error message. */
+const MAX_ECHOED_ID = 80;
+
+/**
+ * A document id (`documentId`, or an APQ hash under PERSISTED_DOCUMENTS_ONLY) the manifest does not
+ * list. Apollo Router's code, message and status (404, since its PR #4887): the id names nothing here.
+ */
+export function persistedQueryNotInList(id: string): GatewayError {
+  return new GatewayError(
+    ErrorCode.PERSISTED_QUERY_NOT_IN_LIST,
+    `Persisted query '${id.slice(0, MAX_ECHOED_ID)}' not found in the persisted query list`,
+    {},
+    404,
+  );
+}
+
+/** PERSISTED_DOCUMENTS_ONLY and a freeform document that is not a listed one: Apollo Router's code, message and 403. */
+export function queryNotInSafelist(): GatewayError {
+  return new GatewayError(
+    ErrorCode.QUERY_NOT_IN_SAFELIST,
+    'The operation body was not found in the persisted query safelist',
+    {},
+    403,
+  );
+}
+
+/** A request that cannot be read as one operation (Apollo Server's code and status for those). */
+export function badRequest(message: string): GatewayError {
+  return new GatewayError(ErrorCode.BAD_REQUEST, message, {}, 400);
 }
 
 /** The one table from an upstream failure to the error the client sees. */

@@ -60,6 +60,7 @@ export type GraphQLConfig = Pick<
   | 'development'
   | 'landingPage'
   | 'limits'
+  | 'persistedDocuments'
 >;
 
 export interface GraphQLDeps {
@@ -106,6 +107,10 @@ export async function createGraphQL(config: GraphQLConfig, deps: GraphQLDeps): P
     // again, which main.ts takes for a second signal and exits 1 in the middle of its drain.
     stopOnTerminationSignals: false,
     allowBatchedHttpRequests: config.limits.allowBatchedRequests,
+    // PERSISTED_DOCUMENTS_ONLY: APQ registration off. The edge resolves listed hashes and refuses the
+    // rest, so no APQ request reaches Apollo Server; this makes sure none could register a document.
+    // Otherwise Apollo's APQ as before, on its default cache (an LRU bounded at 30 MiB).
+    ...(config.persistedDocuments?.only ? { persistedQueries: false as const } : {}),
     validationRules: armor.validationRules,
     parseOptions: { maxTokens: config.limits.maxTokens },
     includeStacktraceInErrorResponses: config.development,

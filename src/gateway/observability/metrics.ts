@@ -56,6 +56,11 @@ export function createMetrics(options: MetricsOptions = { budgetGauges: false })
       'GraphQL operations executed, by type (query, mutation, subscription; none when the document was refused) and outcome (ok or the first error code)',
       ['type', 'outcome'],
     ),
+    documentRequests: counter(
+      'graphql_document_requests_total',
+      'GraphQL requests by how their document came: freeform (its text), persisted (a listed document, by documentId or APQ hash), refused (an unknown id, or not in the safelist, answered before Apollo Server)',
+      ['kind'],
+    ),
     sharedOperations: counter(
       'graphql_shared_operations_total',
       'GraphQL queries answered by an identical one of the same key already executing (not in graphql_operations_total)',
