@@ -8,7 +8,9 @@ import { expect } from 'vitest';
 import type { Pet, PetStatus } from '../../src/petstore/store.js';
 import { errorCodes, type GqlResponse } from './gql.js';
 import type { Stack } from './start-stack.js';
-import { walkPets } from './walk-pets.js';
+import { type GqlPet, walkPets } from './walk-pets.js';
+
+export type { Connection, GqlPet } from './walk-pets.js';
 
 export const REST_STATUSES: readonly PetStatus[] = ['available', 'pending', 'sold'];
 export const ENUM = { available: 'AVAILABLE', pending: 'PENDING', sold: 'SOLD' } as const;
@@ -32,17 +34,14 @@ export const SEED: readonly Pet[] = [
   { id: INT64_MAX, name: 'Max', categoryId: 1n, status: 'available' },
 ];
 
-export interface GqlPet {
-  id: string;
-  name: string;
-  status: EnumStatus | null;
-  category: { id: string };
-}
-
-export interface Connection {
-  edges: { cursor: string; node: GqlPet }[];
-  nodes: GqlPet[];
-  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+/** Pets 1..count, all available in category 1: a catalogue whose pages of 100 a test can count. */
+export function availablePets(count: number): Pet[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: BigInt(i + 1),
+    name: `Pet ${i + 1}`,
+    categoryId: 1n,
+    status: 'available' as const,
+  }));
 }
 
 export const PET_FIELDS = 'id name status category { id }';
@@ -111,5 +110,5 @@ export async function walk(
   options: { key?: string } = {},
 ): Promise<Walk> {
   const { pets, pages } = await walkPets(query, first, status, options);
-  return { ids: pets.map((pet) => pet.id), pages, pets: pets as GqlPet[] };
+  return { ids: pets.map((pet) => pet.id), pages, pets };
 }

@@ -6,17 +6,12 @@
 
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Pet } from '../../../src/petstore/store.js';
-import { expectData, PET, TWO_53_PLUS_1 } from '../../helpers/seeded-pets.js';
+import { availablePets, expectData, PET, TWO_53_PLUS_1 } from '../../helpers/seeded-pets.js';
 import { type Stack, startStack } from '../../helpers/start-stack.js';
 
 describe('pet lookup batches', () => {
   const CATALOGUE: Pet[] = [
-    ...Array.from({ length: 250 }, (_, i) => ({
-      id: BigInt(i + 1),
-      name: `Pet ${i + 1}`,
-      categoryId: 1n,
-      status: 'available' as const,
-    })),
+    ...availablePets(250),
     { id: TWO_53_PLUS_1, name: 'Twin B', categoryId: 2n, status: 'sold' },
   ];
   const FULL_SCAN = Math.ceil(CATALOGUE.length / 100);
@@ -73,12 +68,7 @@ describe('pet lookup batches', () => {
 });
 
 describe('PET_LOOKUP strategies and the sunset date', () => {
-  const CATALOGUE: Pet[] = Array.from({ length: 150 }, (_, i) => ({
-    id: BigInt(i + 1),
-    name: `Pet ${i + 1}`,
-    categoryId: 1n,
-    status: 'available' as const,
-  }));
+  const CATALOGUE: Pet[] = availablePets(150);
   let stack: Stack | undefined;
 
   afterEach(async () => {
