@@ -44,6 +44,7 @@ const SLOW_FIRST = [
   'test/system/production-install.test.ts',
   'test/system/many-keys.test.ts',
   'test/system/federation-hive.test.ts',
+  'test/system/shutdown.test.ts',
   'test/integration/gateway/budget-integrity.test.ts',
   'test/integration/gateway/rate-limits-redis.test.ts',
   'test/integration/gateway/rate-limits.test.ts',
