@@ -72,8 +72,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await pool?.close();
-  await killTree(gateway.pid);
-  await store.close();
+  // Unset when npm start never became ready (startUntil stopped it then): the store still closes.
+  if (gateway !== undefined) await killTree(gateway.pid);
+  await store?.close();
 });
 
 /** The RSS of the node process serving (npm and its shell are its parents). */

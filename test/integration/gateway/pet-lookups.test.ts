@@ -10,17 +10,13 @@ import { createLogger } from '../../../src/gateway/observability/logger.js';
 import { GET_PET_SUNSET } from '../../../src/petstore/app.js';
 import type { Pet } from '../../../src/petstore/store.js';
 import type { GqlResponse } from '../../helpers/gql.js';
+import { availablePets } from '../../helpers/seeded-pets.js';
 import { type Stack, type StackOptions, startStack, TEST_KEY } from '../../helpers/start-stack.js';
 
 const TWO_53_PLUS_1 = '9007199254740993';
 /** Pets 1..250 and one id above 2^53, in three pages of 100. */
 const CATALOGUE: Pet[] = [
-  ...Array.from({ length: 250 }, (_, i) => ({
-    id: BigInt(i + 1),
-    name: `Pet ${i + 1}`,
-    categoryId: 1n,
-    status: 'available' as const,
-  })),
+  ...availablePets(250),
   { id: BigInt(TWO_53_PLUS_1), name: 'Big Id', categoryId: 2n, status: 'sold' },
 ];
 const FULL_SCAN = Math.ceil(CATALOGUE.length / 100);

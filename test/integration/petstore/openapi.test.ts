@@ -1,214 +1,35 @@
 /**
  * schema/petstore.openapi.yaml against the reference Pet Store over real HTTP: every operation and
  * every documented status is driven, and each response's status, headers and body are validated
- * against the document (ajv, JSON Schema 2020-12 as OpenAPI 3.1 uses it). Bodies are parsed with
- * lossless-json, so ids above 2^53 are checked digit for digit and as integers. The last test
- * asserts that every operation/status pair the document lists was exercised, so the document and
- * the store cannot drift apart silently.
+ * against the document (test/helpers/openapi-document.ts: ajv, JSON Schema 2020-12 as OpenAPI 3.1
+ * uses it). Bodies are parsed with lossless-json, so ids above 2^53 are checked digit for digit and
+ * as integers. The last test asserts that every operation/status pair the document lists was
+ * exercised, so the document and the store cannot drift apart silently; that is why every operation
+ * is driven from this one file.
  */
 
-import { readFileSync } from 'node:fs';
-import type { ValidateFunction } from 'ajv/dist/2020.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
-import { isInteger, isLosslessNumber, LosslessNumber, parse } from 'lossless-json';
+import { type LosslessNumber, parse } from 'lossless-json';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
-import { INT64_MAX, INT64_MIN } from '../../../src/int64.js';
+import { INT64_MAX } from '../../../src/int64.js';
 import { type PetstoreHandle, startPetstore } from '../../../src/petstore/start.js';
 import type { Pet } from '../../../src/petstore/store.js';
-
-type Doc = Record<string, any>;
-
-const DOC: Doc = parseYaml(readFileSync(new URL('../../../schema/petstore.openapi.yaml', import.meta.url), 'utf8'));
-const DOC_ID = 'https://petstore.invalid/petstore.openapi.yaml';
-const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
-/** Path-level extension listing the answer to any method the path does not document. */
-const OTHER_METHODS = 'x-other-methods';
-
-// ajv-formats is CommonJS whose module.exports is the plugin; under NodeNext its types put it on `default`.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (
-  ajv: Ajv2020,
-) => Ajv2020;
-const ajv = new Ajv2020({ strict: true, allErrors: true });
-addFormats(ajv);
-// Integers only: values outside int64 never reach a schema as numbers (see forSchema).
-ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isInteger(value) });
-// The document's top level is OpenAPI, not JSON Schema: those keys are no-op keywords; schemas inside stay strict.
-for (const keyword of ['openapi', 'info', 'servers', 'security', 'tags', 'paths', 'components'])
-  ajv.addKeyword(keyword);
-ajv.addSchema(DOC, DOC_ID);
-
-/** A JSON pointer as URI fragment, for a $ref into the document. */
-function fragment(tokens: readonly (string | number)[]): string {
-  return `#/${tokens.map((token) => encodeURIComponent(String(token).replace(/~/g, '~0').replace(/\//g, '~1'))).join('/')}`;
-}
-
-function decodePointer(ref: string): string[] {
-  expect(ref.startsWith('#/'), `local $ref ${ref}`).toBe(true);
-  return ref
-    .slice(2)
-    .split('/')
-    .map((token) => decodeURIComponent(token).replace(/~1/g, '/').replace(/~0/g, '~'));
-}
-
-/** The node at `tokens`, following $refs; returns it with the pointer it really lives at. */
-function resolve(tokens: readonly (string | number)[]): { node: any; at: (string | number)[] } {
-  let node: any = DOC;
-  for (const token of tokens) node = node?.[token];
-  if (node !== null && typeof node === 'object' && typeof node.$ref === 'string')
-    return resolve(decodePointer(node.$ref));
-  return { node, at: [...tokens] };
-}
-
-const validators = new Map<string, ValidateFunction>();
-
-function validatorAt(tokens: readonly (string | number)[]): ValidateFunction {
-  const ref = `${DOC_ID}${fragment(tokens)}`;
-  let validate = validators.get(ref);
-  if (validate === undefined) {
-    validate = ajv.compile({ $ref: ref });
-    validators.set(ref, validate);
-  }
-  return validate;
-}
-
-/** ajv's errors for `value` against the schema at `tokens`; [] when valid. */
-function schemaErrors(tokens: readonly (string | number)[], value: unknown): string[] {
-  const validate = validatorAt(tokens);
-  return validate(value) ? [] : (validate.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message}`);
-}
-
-/**
- * A lossless-json value as JSON Schema should see it: an integer inside int64 becomes a number
- * (integral, so `type: integer` holds even where a double rounds it; exact digits are checked
- * separately), an integer outside int64 becomes a string so `type: integer` fails.
- */
-function forSchema(value: unknown): unknown {
-  if (isLosslessNumber(value)) {
-    if (!isInteger(value.value)) return Number(value.value);
-    const big = BigInt(value.value);
-    return big >= INT64_MIN && big <= INT64_MAX ? Number(value.value) : `integer ${value.value} outside int64`;
-  }
-  if (Array.isArray(value)) return value.map(forSchema);
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, forSchema(item)]));
-  }
-  return value;
-}
-
-/** A raw query or path parameter as its schema should see it (digits are numbers, anything else a string). */
-function parameterValue(raw: string): unknown {
-  return isInteger(raw) ? forSchema(new LosslessNumber(raw)) : raw;
-}
-
-function parameterTokens(template: string, method: string, name: string): (string | number)[] {
-  for (const base of [
-    ['paths', template, method, 'parameters'],
-    ['paths', template, 'parameters'],
-  ]) {
-    const count = (resolve(base).node as unknown[] | undefined)?.length ?? 0;
-    for (let index = 0; index < count; index++) {
-      const parameter = resolve([...base, index]);
-      if (parameter.node.name === name) return [...parameter.at, 'schema'];
-    }
-  }
-  throw new Error(`${method.toUpperCase()} ${template} documents no parameter ${name}`);
-}
-
-/** Every operation/status pair the document lists: `GET /pets 200`; `* /pets 405` for other methods. */
-function documentedPairs(): string[] {
-  const pairs: string[] = [];
-  for (const [template, item] of Object.entries<Doc>(DOC.paths)) {
-    for (const method of HTTP_METHODS) {
-      for (const status of Object.keys(item[method]?.responses ?? {}))
-        pairs.push(`${method.toUpperCase()} ${template} ${status}`);
-    }
-    for (const status of Object.keys(item[OTHER_METHODS]?.responses ?? {})) pairs.push(`* ${template} ${status}`);
-  }
-  return pairs.sort();
-}
-
-const exercised = new Set<string>();
-
-interface Checked {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly text: string;
-  /** The body parsed by lossless-json: every number is a LosslessNumber. */
-  readonly body: any;
-}
-
-interface CallOptions {
-  readonly key?: string | null;
-  readonly body?: string;
-  readonly headers?: Readonly<Record<string, string>>;
-}
+import {
+  type Checked,
+  createDocumentedCaller,
+  DOC,
+  decodePointer,
+  documentedPairs,
+  forSchema,
+  OTHER_METHODS,
+  parameterTokens,
+  parameterValue,
+  resolve,
+  schemaErrors,
+  validatorAt,
+} from '../../helpers/openapi-document.js';
 
 let store: PetstoreHandle;
-
-/**
- * Sends `method path` (path relative to the base URL, matching the document's `template`) and
- * validates the answer against the document: the status is documented for the operation, the
- * content type and body match its schema, and each documented header is present when required
- * and matches its schema. Records the operation/status pair as exercised.
- */
-async function call(
-  method: string,
-  template: string,
-  path: string,
-  { key = 'k', body, headers = {} }: CallOptions = {},
-  baseUrl = store.url,
-): Promise<Checked> {
-  const response = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: {
-      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body }),
-  });
-  const text = await response.text();
-  const status = String(response.status);
-  const item = DOC.paths[template];
-  expect(item, `path ${template} is documented`).toBeDefined();
-  const lower = method.toLowerCase();
-  const [pair, base] =
-    item[lower] === undefined
-      ? [`* ${template} ${status}`, ['paths', template, OTHER_METHODS, 'responses', status]]
-      : [`${method} ${template} ${status}`, ['paths', template, lower, 'responses', status]];
-  const { node: documented, at } = resolve(base);
-  expect(documented, `${pair} is documented (body: ${text})`).toBeDefined();
-  exercised.add(pair);
-
-  const media = Object.keys(documented.content ?? {});
-  let parsed: any;
-  if (media.length === 0) {
-    expect(text, `${pair} has no body`).toBe('');
-  } else {
-    expect(media).toContain(response.headers.get('content-type'));
-    parsed = parse(text);
-    const schemaAt = [...at, 'content', response.headers.get('content-type') as string, 'schema'];
-    expect(schemaErrors(schemaAt, forSchema(parsed)), `${pair} body ${text}`).toEqual([]);
-    if (resolve(schemaAt).at.join('/') === 'components/schemas/Error') {
-      expect(String(parsed.status), `${pair}: Error.status is the HTTP status`).toBe(status);
-    }
-  }
-
-  for (const name of Object.keys(documented.headers ?? {})) {
-    const header = resolve([...at, 'headers', name]);
-    const value = response.headers.get(name);
-    if (value === null) {
-      expect(header.node.required ?? false, `${pair}: required header ${name}`).toBe(false);
-      continue;
-    }
-    const schema = resolve([...header.at, 'schema']).node;
-    const typed = schema.type === 'integer' && isInteger(value) ? Number(value) : value;
-    expect(schemaErrors([...header.at, 'schema'], typed), `${pair}: header ${name}: ${value}`).toEqual([]);
-  }
-  return { status: response.status, headers: response.headers, text, body: parsed };
-}
+const { call, exercised } = createDocumentedCaller({ baseUrl: () => store.url, key: 'k' });
 
 /** The digits of each id in a parsed Pets body, exactly as sent. */
 function ids(body: any[]): string[] {
