@@ -7,17 +7,13 @@
  * upstream (no PETSTORE_BASE_URL), as `npm start` fronts it.
  */
 
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { checkedPid, type Exit, killTree, type Started, startUntil, trackedEnv } from '../helpers/processes.js';
+import { expectOneLineFailure, MAIN, READY, ROOT, runToExit } from '../helpers/entry-point.js';
+import { killTree, type Started, startUntil } from '../helpers/processes.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = ['--import', 'tsx', 'src/main.ts'];
-const READY = /Pet Store GraphQL gateway ready at (\S+)/;
 const MANIFEST = 'examples/client/__generated__/persisted-documents.json';
 
 let dir: string;
@@ -25,50 +21,6 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'persisted-startup-'));
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
-
-interface Finished extends Exit {
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs the entry point with only `env` (and PATH) until it exits; killed, and failing, after 30 s. */
-async function runToExit(env: Record<string, string>): Promise<Finished> {
-  const child = spawn(process.execPath, MAIN, {
-    cwd: ROOT,
-    env: trackedEnv({ PATH: process.env.PATH ?? '', PORT: '0', ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const pid = checkedPid(child.pid);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString('utf8');
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
-  });
-  const closed = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), 30_000);
-  });
-  const outcome = await Promise.race([closed, timedOut]);
-  clearTimeout(timer);
-  if (outcome === 'timeout') {
-    await killTree(pid);
-    throw new Error(`src/main.ts still running after 30 s:\n${stdout}${stderr}`);
-  }
-  return { ...outcome, stdout, stderr };
-}
-
-function expectOneLineFailure(run: Finished, names: RegExp): void {
-  expect(run.code).toBe(1);
-  expect(run.stderr.split('\n').filter((line) => line !== '')).toHaveLength(1);
-  expect(run.stderr).toMatch(/^gateway: /);
-  expect(run.stderr).toMatch(names);
-  expect(`${run.stdout}${run.stderr}`).not.toMatch(/\n\s+at |Error:/);
-  expect(run.stdout).not.toMatch(READY);
-}
 
 describe('start-up with PERSISTED_DOCUMENTS', () => {
   let started: Started | undefined;
@@ -79,7 +31,7 @@ describe('start-up with PERSISTED_DOCUMENTS', () => {
 
   it('stops with one line naming PERSISTED_DOCUMENTS when the file is missing', async () => {
     const path = join(dir, 'missing.json');
-    const run = await runToExit({ PERSISTED_DOCUMENTS: path });
+    const run = await runToExit({ PORT: '0', PERSISTED_DOCUMENTS: path });
     expectOneLineFailure(
       run,
       new RegExp(`^gateway: PERSISTED_DOCUMENTS names ${path}, which cannot be read \\(ENOENT\\)$`, 'm'),
@@ -89,14 +41,14 @@ describe('start-up with PERSISTED_DOCUMENTS', () => {
   it('stops with one line naming PERSISTED_DOCUMENTS when the file is not JSON', async () => {
     const path = join(dir, 'bad.json');
     await writeFile(path, '{ "sha256:');
-    const run = await runToExit({ PERSISTED_DOCUMENTS: path, PERSISTED_DOCUMENTS_ONLY: 'true' });
+    const run = await runToExit({ PORT: '0', PERSISTED_DOCUMENTS: path, PERSISTED_DOCUMENTS_ONLY: 'true' });
     expectOneLineFailure(run, /PERSISTED_DOCUMENTS names .*bad\.json, which is not valid JSON$/m);
   }, 40_000);
 
   it('stops with one line when the manifest lists a hash that is not its document’s', async () => {
     const path = join(dir, 'lying.json');
     await writeFile(path, JSON.stringify({ [`sha256:${'a'.repeat(64)}`]: '{ __typename }' }));
-    const run = await runToExit({ PERSISTED_DOCUMENTS: path });
+    const run = await runToExit({ PORT: '0', PERSISTED_DOCUMENTS: path });
     expectOneLineFailure(
       run,
       /PERSISTED_DOCUMENTS names .*lying\.json, which lists sha256:a+… for a document whose SHA-256 is/,
@@ -104,7 +56,7 @@ describe('start-up with PERSISTED_DOCUMENTS', () => {
   }, 40_000);
 
   it('stops with one line when PERSISTED_DOCUMENTS_ONLY=true has no manifest', async () => {
-    const run = await runToExit({ PERSISTED_DOCUMENTS_ONLY: 'true' });
+    const run = await runToExit({ PORT: '0', PERSISTED_DOCUMENTS_ONLY: 'true' });
     expectOneLineFailure(run, /^gateway: PERSISTED_DOCUMENTS_ONLY=true needs PERSISTED_DOCUMENTS/);
   }, 40_000);
 

@@ -8,7 +8,7 @@
  * connections (the kernel does) and answers nothing until SIGCONT, as a hung or overloaded one would.
  */
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,67 +18,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { createGateway, type GatewayHandle } from '../../src/gateway/server.js';
 import { type PetstoreHandle, startPetstore } from '../../src/petstore/start.js';
-import { MAIN, READY, ROOT } from '../helpers/entry-point.js';
-import {
-  checkedPid,
-  type Exit,
-  freePort,
-  killTree,
-  type Started,
-  startUntil,
-  trackedEnv,
-} from '../helpers/processes.js';
+import { expectOneLineFailure, lines, MAIN, READY, ROOT, runToExit } from '../helpers/entry-point.js';
+import { checkedPid, freePort, killTree, type Started, startUntil, trackedEnv } from '../helpers/processes.js';
 import { type RedisServer, startRedis } from '../helpers/redis.js';
 import { TEST_KEY } from '../helpers/start-stack.js';
-
-interface Finished extends Exit {
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs the entry point with only `env` (and PATH) until it exits; killed, and failing, after `ms`. */
-async function runToExit(env: Record<string, string>, ms = 30_000): Promise<Finished> {
-  const child = spawn(process.execPath, MAIN, {
-    cwd: ROOT,
-    env: trackedEnv({ PATH: process.env.PATH ?? '', ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const pid = checkedPid(child.pid);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString('utf8');
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
-  });
-  // 'close' rather than 'exit': every byte written to the pipes has been read by then.
-  const closed = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), ms);
-  });
-  const outcome = await Promise.race([closed, timedOut]);
-  clearTimeout(timer);
-  if (outcome === 'timeout') {
-    await killTree(pid);
-    throw new Error(`src/main.ts still running after ${ms} ms:\n${stdout}${stderr}`);
-  }
-  return { ...outcome, stdout, stderr };
-}
-
-/** stderr as lines, without the empty one after the last newline. */
-function lines(text: string): string[] {
-  return text.split('\n').filter((line) => line !== '');
-}
-
-function expectOneLineFailure(run: Finished, names: RegExp): void {
-  expect(run.code).toBe(1);
-  expect(lines(run.stderr)).toHaveLength(1);
-  expect(run.stderr).toMatch(names);
-  expect(run.stderr).toMatch(/^gateway: /);
-  expect(`${run.stdout}${run.stderr}`).not.toMatch(/\n\s+at |Error:/);
-}
 
 describe('start-up errors of src/main.ts', () => {
   let occupier: Server | undefined;
