@@ -369,6 +369,46 @@ describe('scrubSecret', () => {
     expect(scrubSecret('nothing to see', key)).toBe('nothing to see');
   });
 
+  // Issue 34 item 7: an upstream that echoed the first 24 characters of a 31-character key, or its
+  // own copy cut one short, gave the client 24 and 30 of them.
+  describe('a part of the key', () => {
+    const long = 'pk_3f9a2c71e0b84d5f96c2a1b7e0d4'; // 31 characters
+    it.each([
+      ['its first 24 characters', long.slice(0, 24)],
+      ['all but its last character', long.slice(0, -1)],
+      ['8 characters from its middle, upper-cased', long.slice(10, 18).toUpperCase()],
+    ])('cuts %s', (_label, part) => {
+      const scrubbed = scrubSecret(`invalid key "${part}..." (see docs)`, long);
+      expect(scrubbed).toBe('invalid key "[redacted]..." (see docs)');
+    });
+
+    it('keeps runs shorter than 8 characters, and the text around a cut', () => {
+      expect(scrubSecret(`ref ${long.slice(3, 10)} ok`, long)).toBe(`ref ${long.slice(3, 10)} ok`);
+      expect(scrubSecret(`a${long.slice(0, 9)}b${long.slice(20, 29)}c`, long)).toBe('a[redacted]b[redacted]c');
+    });
+
+    it('cuts only whole keys shorter than 12 characters', () => {
+      expect(scrubSecret('the petstore answered', 'petstore-k1')).toBe('the petstore answered');
+    });
+
+    it('never lets 8 consecutive characters of the key through, wherever they sit', () => {
+      fc.assert(
+        fc.property(
+          fc.nat(long.length - 8),
+          fc.integer({ min: 8, max: 31 }),
+          fc.string(),
+          fc.string(),
+          (from, length, before, after) => {
+            const part = long.slice(from, from + length);
+            const scrubbed = scrubSecret(`${before}${part}${after}`, long);
+            for (let at = 0; at + 8 <= long.length; at++) expect(scrubbed).not.toContain(long.slice(at, at + 8));
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+  });
+
   // Its plain search before the pattern must never miss what the pattern (/gi) would cut. Keys are
   // Latin-1 (they come in a header); the text may hold any character the pattern calls equal.
   it('finds every spelling of a Latin-1 key that a case-insensitive match finds', () => {
