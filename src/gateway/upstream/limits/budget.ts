@@ -197,9 +197,23 @@ export class MemoryBudgetStore implements BudgetStore {
       fresh &&
       (budget.gate === undefined || observation.seq > budget.gate.from || budget.gate.resetAt <= now)
     ) {
-      budget.gate = gateOf(observation, budget.seq, budget.inflight.size);
+      budget.gate = gateOf(observation, budget.seq, budget.inflight.size, this.#share);
     }
     return budget.gate === undefined ? { limit: 0, remaining: 0, resetAt: 0 } : quotaOf(budget.gate, budget.seq, now);
+  }
+
+  /**
+   * Starts a key from what the shared store last said of it (the fallback, when Redis goes away):
+   * its share of the sends the shared gate still allowed until the upstream's Reset, and its pause.
+   */
+  seed(keyId: string, known: { left: number; resetAt: number; pausedUntil: number }, now: number): void {
+    const budget = this.#budget(keyId, now);
+    budget.pausedUntil = Math.max(budget.pausedUntil, known.pausedUntil);
+    if (known.left >= 0 && known.resetAt > now) {
+      const remaining = Math.floor(known.left * this.#share);
+      // `from` 0: the first answer to a send from here on replaces it with the upstream's own word.
+      budget.gate = { remaining, resetAt: known.resetAt, base: budget.seq, from: 0, limit: 0 };
+    }
   }
 
   async release(keyId: string, seq: number): Promise<void> {
@@ -309,10 +323,11 @@ function isProbeOf(gate: Gate | undefined, seq: number): boolean {
 
 /**
  * The gate an answer sets: its Remaining less the other requests still in flight, which it may not
- * count yet, from the latest reservation on.
+ * count yet, from the latest reservation on; of that, this store's share.
  */
-function gateOf(observation: Observation, seq: number, inflight: number): Gate {
-  const remaining = Math.max(0, observation.remaining - inflight);
+function gateOf(observation: Observation, seq: number, inflight: number, share: number): Gate {
+  // A local share (Redis away): the other replicas may spend the same Remaining, so each takes its part.
+  const remaining = Math.max(0, Math.floor((observation.remaining - inflight) * share));
   return { remaining, resetAt: observation.resetAt, base: seq, from: observation.seq, limit: observation.limit };
 }
 
