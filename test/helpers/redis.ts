@@ -217,10 +217,15 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
   throw new Error(`${what}: not within ${timeoutMs} ms`);
 }
 
-/** Sums `INFO commandstats` calls per command over `ports` (the ones still alive). */
+/**
+ * Sums `INFO commandstats` calls per command over the primaries among `ports`: a replica counts the
+ * writes it applies again, which are no load the gateway puts on Redis. Commands a script runs
+ * (redis.call) are counted too, as Redis counts them.
+ */
 async function commandCalls(ports: readonly number[]): Promise<Map<string, number>> {
   const totals = new Map<string, number>();
   for (const port of ports) {
+    if (!(await cliAt(port, 'ROLE').catch(() => '')).startsWith('master')) continue;
     const info = await cliAt(port, 'INFO', 'commandstats').catch(() => '');
     for (const [, name, calls] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
       totals.set(name as string, (totals.get(name as string) ?? 0) + Number(calls));
@@ -240,7 +245,7 @@ export interface RedisHa {
   kill(port: number): Promise<void>;
   /** Resolves once `key` is served by a primary other than `port` (the failover done). */
   failedOver(key: string, port: number): Promise<void>;
-  /** `INFO commandstats` calls per command, summed over the live data servers. */
+  /** `INFO commandstats` calls per command, summed over the live primaries. */
   commandCalls(): Promise<Map<string, number>>;
   /** Every process stopped by its pid, the folder removed. */
   close(): Promise<void>;

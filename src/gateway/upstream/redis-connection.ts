@@ -107,7 +107,10 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
   const notice = () => {
     const now = primary();
     if (now === '' || now === serving) return;
-    if (serving !== '') options.onFailover?.(serving, now);
+    // A failover brings a primary not serving before. A Cluster's map without the lost node (before
+    // its replica is promoted) is not one yet, so a failover is told once, when the new one serves.
+    const before = new Set(serving.split(','));
+    if (serving !== '' && now.split(',').some((address) => !before.has(address))) options.onFailover?.(serving, now);
     serving = now;
   };
   client.on('ready', notice);

@@ -140,7 +140,38 @@ redis.call('HSET', KEYS[1], 'pseq', tonumber(redis.call('HGET', KEYS[1], 'seq') 
 return 1
 `;
 
+// KEYS: state hash, in-flight zset. ARGV: until, now. A replica back on Redis after an outage or a
+// failover: what Redis holds may be older than what happened (writes lost with the old primary, sends
+// made on the local share), so the key's gate is dropped (the next send is one probe, whose answer is
+// the upstream's word), its pause is at least `until`, answers to requests planned before now are
+// stale, and those requests no longer count as in flight: their answers went to the local share, and
+// left here they would hold the last few of every window one at a time until they expire.
+const FENCE = `
+local p = tonumber(redis.call('HGET', KEYS[1], 'pause') or '0')
+local till, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
+redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
+redis.call('HSET', KEYS[1], 'pseq', seq, 'pause', math.max(p, till))
+redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), till - now + 60000))
+for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  if tonumber(m) <= seq then redis.call('ZREM', KEYS[2], m) end
+end
+return 1
+`;
+
+// KEYS: the replicas zset. ARGV: now, this replica's id, how long an announcement counts, key ttl.
+// One command a beat (it was a MULTI of four, six commands on the wire).
+const BEAT = `
+local now = tonumber(ARGV[1])
+redis.call('ZADD', KEYS[1], now, ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return redis.call('ZCARD', KEYS[1])
+`;
+
 interface BudgetCommands {
+  petstoreBeat(numKeys: number, ...args: (string | number)[]): Promise<number>;
+  petstoreFence(numKeys: number, ...args: (string | number)[]): Promise<number>;
   petstoreReserve(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   petstoreObserve(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   petstorePause(numKeys: number, ...args: (string | number)[]): Promise<number>;
@@ -176,8 +207,6 @@ interface KnownKey {
 
 /** How often a degraded replica asks whether Redis serves again (a Cluster stays "ready" through a failover). */
 const REJOIN_PROBE_MS = 250;
-/** A sequence number past any real one: a rejoin's pause fences every answer planned before it. */
-const FENCE_ALL = 2 ** 52;
 
 export class RedisBudgetStore implements BudgetStore {
   readonly #redis: RedisClient & BudgetCommands;
@@ -211,6 +240,8 @@ export class RedisBudgetStore implements BudgetStore {
     this.#redis.defineCommand('petstoreObserve', { lua: OBSERVE });
     this.#redis.defineCommand('petstorePause', { lua: PAUSE });
     this.#redis.defineCommand('petstoreRelease', { lua: RELEASE });
+    this.#redis.defineCommand('petstoreFence', { lua: FENCE });
+    this.#redis.defineCommand('petstoreBeat', { lua: BEAT });
     // One server and a Sentinel-found primary say "ready" when they reconnect; a Cluster stays ready
     // while one primary is lost, so the rejoin probe (#degrade) is what notices its failover end.
     this.#redis.on('ready', () => void this.#rejoin());
@@ -409,8 +440,8 @@ export class RedisBudgetStore implements BudgetStore {
         if (known.resetAt <= now && known.pausedUntil <= now) continue;
         const local = await fallback.pausedUntil(keyId);
         const spent = known.left === 0 && known.resetAt > now ? known.resetAt : 0;
-        const until = Math.max(known.pausedUntil, local, spent);
-        fences.push(this.#redis.petstorePause(1, this.#key(keyId, 'state'), Math.round(until), now, FENCE_ALL));
+        const until = Math.round(Math.max(known.pausedUntil, local, spent));
+        fences.push(this.#redis.petstoreFence(2, this.#key(keyId, 'state'), this.#key(keyId, 'inflight'), until, now));
       }
       await Promise.all(fences);
       if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
@@ -418,8 +449,9 @@ export class RedisBudgetStore implements BudgetStore {
       this.#fallback = undefined;
       this.#onShared?.(true);
       this.#logger.info('Redis is back: rate-limit budget shared across replicas again');
-    } catch {
+    } catch (error) {
       // Not yet: the next probe tries again.
+      this.#logger.debug({ reason: (error as Error).message }, 'Redis not back yet');
     } finally {
       this.#rejoining = false;
     }
@@ -437,7 +469,7 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   /**
-   * The replicas alive, for the 1/N share. One key, used alone (a MULTI on one key is one slot): on a
+   * The replicas alive, for the 1/N share. One key, used alone (its script touches one slot): on a
    * Cluster it lives wherever its name hashes, needs no hash tag, and losing it for a failover only
    * leaves N at what was last counted.
    */
@@ -446,13 +478,14 @@ export class RedisBudgetStore implements BudgetStore {
     const key = `${this.#prefix}:replicas`;
     const now = Date.now();
     try {
-      const [, , [, count]] = (await this.#redis
-        .multi()
-        .zadd(key, now, this.#replicaId)
-        .zremrangebyscore(key, '-inf', now - 5 * this.#heartbeatMs)
-        .zcard(key)
-        .pexpire(key, 10 * this.#heartbeatMs)
-        .exec()) as [unknown, unknown, [unknown, number]];
+      const count = await this.#redis.petstoreBeat(
+        1,
+        key,
+        now,
+        this.#replicaId,
+        5 * this.#heartbeatMs,
+        10 * this.#heartbeatMs,
+      );
       this.#replicas = Math.max(1, count);
     } catch {
       // The next reservation notices and falls back; the heartbeat only sizes the share.
