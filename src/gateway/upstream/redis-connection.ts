@@ -75,6 +75,9 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
       // Per-node connections: fail fast, as above. A node lost is dropped, and the slot map refreshed.
       redisOptions: perNode(common),
       clusterRetryStrategy: retry,
+      // A command follows at most 4 redirections (MOVED, ASK, TRYAGAIN, CLUSTERDOWN) 100 ms apart:
+      // with the 1 s timeout, no command waits much past 1.5 s on a Cluster mid-failover.
+      maxRedirections: 4,
       retryDelayOnFailover: 100,
       retryDelayOnClusterDown: 100,
       retryDelayOnTryAgain: 100,
