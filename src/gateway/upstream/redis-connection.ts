@@ -30,6 +30,11 @@ export interface RedisConnection {
 export interface RedisConnectionOptions {
   /** A command not answered within this fails (the caller falls back), so nothing waits on a dead primary. */
   readonly commandTimeoutMs?: number;
+  /**
+   * Queue commands while disconnected: for a subscriber, whose SUBSCRIBE ioredis sends again after
+   * every reconnect and which sends nothing else. Every other connection fails fast instead.
+   */
+  readonly offlineQueue?: boolean;
   /** Told once each time the primary serving (a Cluster: the set of primaries) changes: a failover. */
   readonly onFailover?: (from: string, to: string) => void;
 }
@@ -45,7 +50,7 @@ const retry = (attempt: number) => Math.min(100 * attempt, 1_000);
 
 export function createRedisConnection(target: RedisTarget, options: RedisConnectionOptions = {}): RedisConnection {
   const common: RedisOptions = {
-    enableOfflineQueue: false,
+    enableOfflineQueue: options.offlineQueue ?? false,
     maxRetriesPerRequest: 0,
     connectTimeout: 1_000,
     commandTimeout: options.commandTimeoutMs ?? 1_000,
@@ -70,7 +75,7 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
     });
   } else {
     const clusterOptions: ClusterOptions = {
-      enableOfflineQueue: false,
+      enableOfflineQueue: options.offlineQueue ?? false,
       enableReadyCheck: true,
       // Per-node connections: fail fast, as above. A node lost is dropped, and the slot map refreshed.
       redisOptions: perNode(common),

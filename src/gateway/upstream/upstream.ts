@@ -90,10 +90,14 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
         })
       : undefined;
   let shared: import('./limits/budget-redis.js').RedisBudgetStore | undefined;
+  // Subscribed to the answers other replicas record, so a request waiting on one is woken, not polling.
+  let subscriber: import('./redis-connection.js').RedisConnection | undefined;
   if (redis && budgetConnection) {
     const { RedisBudgetStore } = await import('./limits/budget-redis.js');
+    subscriber = connect?.(redis, { offlineQueue: true });
     shared = new RedisBudgetStore({
       connection: budgetConnection,
+      ...(subscriber ? { subscriber } : {}),
       logger,
       inflightMs: config.maxWaitMs + 2 * config.timeoutMs + 5_000,
       maxKeys: config.maxKeys,
@@ -108,6 +112,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
     if (agreedSecret === undefined || shared.degraded) {
       await shared.close();
       budgetConnection.close();
+      subscriber?.close();
       const variable = { single: 'REDIS_URL', cluster: 'REDIS_CLUSTER_NODES', sentinel: 'REDIS_SENTINELS' }[redis.mode];
       throw new ConfigError(`${variable} did not answer within 3 s at start; start Redis, or unset ${variable}`);
     }
@@ -204,6 +209,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
       await limiter.close();
       answersConnection?.close();
       budgetConnection?.close();
+      subscriber?.close();
     },
   };
 }

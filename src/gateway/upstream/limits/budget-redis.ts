@@ -20,11 +20,28 @@ import {
   type Reservation,
 } from './budget.js';
 
+/**
+ * A request refused until an answer in flight arrives (a probe's, or one of the window's last few)
+ * waits for that answer, not for a timer: the script that records the answer (or the release of a
+ * request that got none) publishes the key's digest when someone waits, and each replica wakes its
+ * waiters for that key. Without it a waiter on another replica's answer asked Redis again every
+ * 100–800 ms. Published only when RESERVE marked a waiter, so an answer nobody waits for costs no
+ * message. ARGV[at] is the channel, ARGV[at + 1] the key's digest.
+ */
+const WAKE = (at: number) =>
+  `if redis.call('HDEL', KEYS[1], 'wait') == 1 then redis.call('PUBLISH', ARGV[${at}], ARGV[${at + 1}]) end`;
+
 // KEYS: state hash, in-flight zset, then one log per window. ARGV: now, deadline, probe ms,
 // in-flight ttl ms, one-at-a-time threshold, then count and window ms per window.
 const RESERVE = `
 local now, deadline, probe, flight = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local low = tonumber(ARGV[5])
+-- Refused until an answer in flight arrives: marked, so that answer's script tells the waiters (below).
+local function waiting(result)
+  redis.call('HSET', KEYS[1], 'wait', 1)
+  if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], probe) end
+  return result
+end
 local st = redis.call('HMGET', KEYS[1], 'pause', 'seq', 'gbase', 'grem', 'greset', 'gfrom')
 local at = math.max(now, tonumber(st[1] or '0'))
 local seq = tonumber(st[2] or '0')
@@ -55,11 +72,14 @@ if #KEYS > 2 then
     end
   end
   local left = grem - (seq - gbase)
-  if left <= 0 then return {0, greset, gfrom == -1 and 1 or 0} end
+  if left <= 0 then
+    if gfrom == -1 then return waiting({0, greset, 1}) end
+    return {0, greset, 0}
+  end
   -- The last few of a window go one at a time (see ONE_AT_A_TIME_BELOW).
   if left <= low then
     redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-    if redis.call('ZCARD', KEYS[2]) > 0 then return {0, now + probe, 1} end
+    if redis.call('ZCARD', KEYS[2]) > 0 then return waiting({0, now + probe, 1}) end
   end
 end
 if at > deadline then return {0, at, 0} end
@@ -83,9 +103,11 @@ end
 return {1, at, seq, 0, at, -1, 0}
 `;
 
-// KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no usable headers), now.
+// KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no usable headers), now,
+// then the channel and key id to tell waiters on (see WAKE).
 const OBSERVE = `
 local seq, limit, remaining, reset, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+${WAKE(6)}
 redis.call('ZREM', KEYS[2], seq)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local inflight = redis.call('ZCARD', KEYS[2])
@@ -116,9 +138,10 @@ if greset <= now then return {limit, limit, greset} end
 return {limit, math.max(0, remaining - (cur - gbase)), greset}
 `;
 
-// KEYS: state hash, in-flight zset. ARGV: seq.
+// KEYS: state hash, in-flight zset. ARGV: seq, then the channel and key id to tell waiters on.
 const RELEASE = `
 local seq = tonumber(ARGV[1])
+${WAKE(2)}
 redis.call('ZREM', KEYS[2], seq)
 local st = redis.call('HMGET', KEYS[1], 'gbase', 'gfrom')
 -- A probe that got no answer lets the next request probe at once.
@@ -195,6 +218,11 @@ export interface RedisBudgetOptions {
   readonly maxKeys?: number;
   /** Told when the budget leaves Redis for the local share (false) and when it is shared again (true). */
   readonly onShared?: (shared: boolean) => void;
+  /**
+   * A connection of its own (a subscribed one can send nothing else) on which the answers other
+   * replicas record are heard (see WAKE); none: waiters on another replica's answer ask again on a timer.
+   */
+  readonly subscriber?: RedisConnection;
 }
 
 /** What this replica last learned of a key from Redis: what the fallback starts from if Redis goes. */
@@ -225,6 +253,9 @@ export class RedisBudgetStore implements BudgetStore {
   #rejoining = false;
   /** A key whose command failed: the rejoin probe asks its slot (on a Cluster, the primary that failed). */
   #probeKey: string;
+  readonly #channel: string;
+  readonly #subscriber: RedisClient | undefined;
+  readonly #watchers = new Set<(keyId: string) => void>();
 
   constructor(options: RedisBudgetOptions) {
     this.#logger = options.logger;
@@ -235,6 +266,17 @@ export class RedisBudgetStore implements BudgetStore {
     this.#onShared = options.onShared;
     this.#probeKey = `${this.#prefix}:replicas`;
     this.#redis = options.connection.client as RedisClient & BudgetCommands;
+    // One channel for the deployment (a Cluster carries a PUBLISH to every node, whatever its name);
+    // a message is a key's digest, and only sent when a request of that key waits on an answer.
+    this.#channel = `${this.#prefix}:budget-answered`;
+    this.#subscriber = options.subscriber?.client;
+    if (this.#subscriber !== undefined) {
+      this.#subscriber.on('message', (channel: string, keyId: string) => {
+        if (channel === this.#channel) for (const watcher of this.#watchers) watcher(keyId);
+      });
+      // Subscribed again by ioredis after every reconnect (and, on a Cluster, on another node).
+      this.#subscriber.subscribe(this.#channel).catch(() => {});
+    }
     // EVALSHA, and EVAL once per server that lacks the script (a promoted replica, a restarted one).
     this.#redis.defineCommand('petstoreReserve', { lua: RESERVE });
     this.#redis.defineCommand('petstoreObserve', { lua: OBSERVE });
@@ -282,7 +324,13 @@ export class RedisBudgetStore implements BudgetStore {
       keys[0] as string,
       async () => {
         const args = [o.seq, o.limit, o.remaining, Math.round(o.resetAt), now];
-        const [limit, remaining, resetAt] = await this.#redis.petstoreObserve(2, ...keys, ...args);
+        const [limit, remaining, resetAt] = await this.#redis.petstoreObserve(
+          2,
+          ...keys,
+          ...args,
+          this.#channel,
+          keyId,
+        );
         if (limit !== 0) this.#learn(keyId, { left: remaining as number, resetAt: resetAt as number });
         return { limit: limit as number, remaining: remaining as number, resetAt: resetAt as number };
       },
@@ -299,7 +347,7 @@ export class RedisBudgetStore implements BudgetStore {
     return this.#run(
       state,
       async () => {
-        await this.#redis.petstoreRelease(2, state, this.#key(keyId, 'inflight'), seq);
+        await this.#redis.petstoreRelease(2, state, this.#key(keyId, 'inflight'), seq, this.#channel, keyId);
       },
       (fallback) => fallback.release(keyId, seq),
     );
@@ -368,6 +416,16 @@ export class RedisBudgetStore implements BudgetStore {
   async close(): Promise<void> {
     clearInterval(this.#heartbeat);
     if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
+  }
+
+  /** Calls `listener` with a key's digest when another replica records an answer a request here may wait on. */
+  watch(listener: (keyId: string) => void): void {
+    this.#watchers.add(listener);
+  }
+
+  /** Whether such answers are heard now: subscribed, and the budget on Redis (not the local share). */
+  get notifies(): boolean {
+    return this.#subscriber?.status === 'ready' && this.#fallback === undefined;
   }
 
   /** The replicas seen recently: the share each one may use on its own while Redis is away. */

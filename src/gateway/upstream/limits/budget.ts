@@ -74,6 +74,13 @@ export interface BudgetStore {
   pausedUntil(keyId: string): Promise<number>;
   /** Keys whose state this process holds (undefined where Redis holds it). */
   readonly size?: number;
+  /**
+   * A shared store: calls `listener` with a key's digest when another replica records an answer (or
+   * a release) that a request refused with `probing` waits on, so it need not ask again on a timer.
+   */
+  watch?(listener: (keyId: string) => void): void;
+  /** Whether `watch` hears those answers now (else: ask again on a timer). */
+  readonly notifies?: boolean;
   close(): Promise<void>;
 }
 

@@ -1,5 +1,6 @@
 /**
- * The Redis budget across a loss of Redis (an outage, or the seconds of a failover), against a real
+ * The Redis budget between replicas: a request waiting on another replica's answer is told of it,
+ * not polling. And across a loss of Redis (an outage, or the seconds of a failover), against a real
  * redis-server started on a free port and stopped by its pid. One replica reaches Redis through a
  * TCP proxy on loopback that a test cuts (the one fake: a partition cannot be made otherwise without
  * root), the other directly. What a replica plans while cut off must not overspend what the replicas
@@ -50,10 +51,12 @@ async function replicas(): Promise<{ cutOff: RedisBudgetStore; direct: RedisBudg
   const make = (url: string) => {
     const target: RedisTarget = { mode: 'single', url, auth: {}, tls: false };
     const connection = createRedisConnection(target);
-    const store = new RedisBudgetStore({ connection, logger: createLogger('silent'), prefix });
+    const subscriber = createRedisConnection(target, { offlineQueue: true });
+    const store = new RedisBudgetStore({ connection, subscriber, logger: createLogger('silent'), prefix });
     closers.push(async () => {
       await store.close();
       connection.close();
+      subscriber.close();
     });
     return store;
   };
@@ -88,6 +91,30 @@ async function plannable(store: RedisBudgetStore): Promise<number> {
   }
   return 20;
 }
+
+describe('the Redis budget between replicas', () => {
+  it('tells a replica waiting on another one probe of its answer, once it is recorded', async () => {
+    const { cutOff: prober, direct: waiter } = await replicas();
+    const heard: string[] = [];
+    waiter.watch((keyId) => heard.push(keyId));
+    const deadline = Date.now() + 3_000;
+    while (!waiter.notifies && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(waiter.notifies).toBe(true);
+    const now = Date.now();
+    const probe = await prober.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100);
+    expect(probe).toMatchObject({ ok: true });
+    expect(await waiter.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100)).toMatchObject({ ok: false, probing: true });
+    // An answer nobody waits on is not published; this one is, once.
+    await prober.observe(
+      'k',
+      { seq: (probe as { seq: number }).seq, limit: 10, remaining: 9, resetAt: now + 2_000 },
+      now,
+    );
+    while (heard.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(heard).toEqual(['k']);
+    expect(await waiter.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100)).toMatchObject({ ok: true });
+  });
+});
 
 describe('the Redis budget when Redis is lost', () => {
   it('plans nothing into a window the replicas had spent', async () => {
