@@ -248,6 +248,7 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #onShared: ((shared: boolean) => void) | undefined;
   readonly #known = new Map<string, KnownKey>();
   #replicas = 1;
+  #epoch = 0;
   #fallback: MemoryBudgetStore | undefined;
   #rejoinTimer: NodeJS.Timeout | undefined;
   #rejoining = false;
@@ -418,6 +419,15 @@ export class RedisBudgetStore implements BudgetStore {
     if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
   }
 
+  /**
+   * Changes when the budget leaves Redis and when it returns. Sends planned on Redis but not yet made
+   * when it went (reservations lie up to PETSTORE_MAX_WAIT ahead) are not in the local share's log,
+   * and those planned locally are not in Redis's: each is planned again where the budget now is.
+   */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
   /** Calls `listener` with a key's digest when another replica records an answer a request here may wait on. */
   watch(listener: (keyId: string) => void): void {
     this.#watchers.add(listener);
@@ -457,9 +467,10 @@ export class RedisBudgetStore implements BudgetStore {
 
   /**
    * Plans on a local share from here on. Writes a primary acknowledged but never replicated are lost
-   * in a failover, so the fallback starts from what this replica last learned of each key (the
-   * shared gate's sends left until the upstream's Reset, and any pause), at its 1/N share: it never
-   * sends into a window the replicas had spent, nor through a pause, while Redis is away.
+   * in a failover, so the fallback starts from what this replica last learned of each key: its pause,
+   * and the upstream's Reset of the window in progress, before which it plans nothing new for the key
+   * (MemoryBudgetStore.seed says why); then 1/N of each window. Sends planned on Redis and not yet made
+   * are planned again (epoch).
    */
   #degrade(error: unknown): void {
     if (this.#fallback !== undefined) return;
@@ -469,6 +480,7 @@ export class RedisBudgetStore implements BudgetStore {
       if (known.resetAt > now || known.pausedUntil > now) fallback.seed(keyId, known, now);
     }
     this.#fallback = fallback;
+    this.#epoch++;
     this.#onShared?.(false);
     this.#logger.warn(
       { reason: (error as Error).message, share: `1/${this.#replicas}` },
@@ -505,6 +517,7 @@ export class RedisBudgetStore implements BudgetStore {
       if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
       this.#rejoinTimer = undefined;
       this.#fallback = undefined;
+      this.#epoch++;
       this.#onShared?.(true);
       this.#logger.info('Redis is back: rate-limit budget shared across replicas again');
     } catch (error) {

@@ -81,6 +81,11 @@ export interface BudgetStore {
   watch?(listener: (keyId: string) => void): void;
   /** Whether `watch` hears those answers now (else: ask again on a timer). */
   readonly notifies?: boolean;
+  /**
+   * Changes when the store's source of truth does (Redis lost, or back): a reservation made before is
+   * void, since the plan it belongs to is no longer the one in force. Undefined: never changes.
+   */
+  readonly epoch?: number;
   close(): Promise<void>;
 }
 
@@ -210,17 +215,18 @@ export class MemoryBudgetStore implements BudgetStore {
   }
 
   /**
-   * Starts a key from what the shared store last said of it (the fallback, when Redis goes away):
-   * its share of the sends the shared gate still allowed until the upstream's Reset, and its pause.
+   * Starts a key from what the shared store last said of it (the fallback, when Redis goes away): its
+   * pause, and no send before the Reset of the upstream window then in progress. What that window
+   * has left cannot be split safely: this replica's view of it is as old as its last answer, and the
+   * others may have planned since; sharing out a stale Remaining sends into a 429. From the Reset on,
+   * one probe, then this store's share of what the upstream says.
    */
-  seed(keyId: string, known: { left: number; resetAt: number; pausedUntil: number }, now: number): void {
+  seed(keyId: string, known: { resetAt: number; pausedUntil: number }, now: number): void {
     const budget = this.#budget(keyId, now);
     budget.pausedUntil = Math.max(budget.pausedUntil, known.pausedUntil);
-    if (known.left >= 0 && known.resetAt > now) {
-      const remaining = Math.floor(known.left * this.#share);
-      // `from` 0: the first answer to a send from here on replaces it with the upstream's own word.
-      budget.gate = { remaining, resetAt: known.resetAt, base: budget.seq, from: 0, limit: 0 };
-    }
+    // No answer replaces it before its Reset: answers still arriving were planned on the shared budget.
+    const from = Number.MAX_SAFE_INTEGER;
+    if (known.resetAt > now) budget.gate = { remaining: 0, resetAt: known.resetAt, base: budget.seq, from, limit: 0 };
   }
 
   async release(keyId: string, seq: number): Promise<void> {

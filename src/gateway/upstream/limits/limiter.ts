@@ -317,8 +317,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     waitEnded: () => void,
   ): Promise<Sent> {
     let seq: number;
+    let epoch: number | undefined;
     try {
       seq = await reserve(call, waitingSince, deadline);
+      epoch = options.store.epoch;
     } finally {
       // The next client in turn plans now: planned requests never pile up ahead of a light client.
       endTurn();
@@ -351,6 +353,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
         releaseSlots();
         await release(call.keyId, seq);
         return { kind: 'paused', until: pausedUntil };
+      }
+      // Planned where the budget no longer is (Redis lost or back since): planned again where it is now.
+      // Not released: the store it came from is not the one in force (a rejoin fences what was in flight).
+      if (options.store.epoch !== epoch) {
+        releaseSlots();
+        changed(call.keyId);
+        return { kind: 'paused', until: now() };
       }
       if ((localPauses.get(call.keyId) ?? 0) > now()) options.onEvent?.({ type: 'sentDuringPause' });
       waitEnded();

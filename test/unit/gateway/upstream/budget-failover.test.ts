@@ -128,14 +128,20 @@ describe('the Redis budget when Redis is lost', () => {
     expect(cutOff.degraded).toBe(true);
   });
 
-  it('plans its 1/N of what the shared gate still allowed, and of each Remaining it is told', async () => {
+  it('plans nothing new before the Reset, however much was left, then its 1/N of the window', async () => {
     const { cutOff } = await replicas();
-    const resetAt = Date.now() + 3_000;
+    const resetAt = Date.now() + 400;
     expect(await send(cutOff, 9, resetAt)).toMatchObject({ ok: true });
     expect(await send(cutOff, 8, resetAt)).toMatchObject({ ok: true });
     await cut();
-    // 8 left for two replicas: 4 here. The 1/2 of the 10-per-2-s log (5) would allow one more.
-    expect(await plannable(cutOff)).toBe(4);
+    // 8 left when this replica last asked; the other may have planned them since.
+    expect(await plannable(cutOff)).toBe(0);
+    // An answer to a send planned on the shared budget does not reopen the window either.
+    await cutOff.observe('k', { seq: 2, limit: 10, remaining: 8, resetAt }, Date.now());
+    expect(await plannable(cutOff)).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, resetAt - Date.now() + 20));
+    // A new window: probes (answered without headers, so each gives way to the next), 5 of 10 for 1 of 2 replicas.
+    expect(await plannable(cutOff)).toBe(5);
   });
 
   it('fences the key when it is back: the pause it knows asserted again, the next send one probe', async () => {
