@@ -78,8 +78,9 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
   let agreedSecret: string | undefined;
   const redis = config.redis;
   const connect = redis ? (await import('./redis-connection.js')).createRedisConnection : undefined;
-  // Two connections, not one: an answer of megabytes on the wire would hold up the budget's scripts
-  // behind it (one connection is one ordered stream), and a reservation is what requests wait on.
+  // The budget and the answer cache on connections of their own: an answer of megabytes on the wire
+  // would hold up the budget's scripts behind it (one connection is one ordered stream), and a
+  // reservation is what requests wait on. A third, subscribed, hears other replicas' answers.
   const budgetConnection =
     redis && connect
       ? connect(redis, {
