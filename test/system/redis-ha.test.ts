@@ -144,7 +144,8 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
     console.log(
       `[${mode}] failover: new primary ${promotedAt - killedAt} ms after the SIGKILL, both replicas shared again after ${settledAt - killedAt} ms`,
     );
-    await sleep(4_000);
+    // Long enough that queries begun after it (the ones in flight then wait up to PETSTORE_MAX_WAIT) number a window's worth.
+    await sleep(6_000);
     running = false;
     await load;
 
@@ -163,7 +164,7 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
     const codes = new Set(done.flatMap((d) => errorCodes(d.response)));
     for (const code of codes) expect(['RATE_LIMITED']).toContain(code);
     const after = done.filter((d) => d.startedAt >= settledAt);
-    expect(after.length).toBeGreaterThan(LIMIT);
+    expect(after.length).toBeGreaterThanOrEqual(LIMIT);
     expect(after.flatMap((d) => errorCodes(d.response))).toEqual([]);
     expect(after.every((d) => Array.isArray((d.response.body.data?.pets as { nodes?: unknown })?.nodes))).toBe(true);
     // Told once per replica, and said at /metrics.
@@ -171,6 +172,7 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
       expect(logs.filter((line) => line.includes('Redis failed over')).length, handle.url).toBe(1);
       const metrics = await (await fetch(handle.url.replace('/graphql', '/metrics'))).text();
       expect(metrics).toMatch(/^petstore_redis_failovers_total 1$/m);
+      expect((await readiness(handle)).redis?.mode).toBe(ha.env.REDIS_CLUSTER_NODES ? 'cluster' : 'sentinel');
       expect(metrics).toMatch(
         new RegExp(`^petstore_redis_up\\{mode="${ha.env.REDIS_CLUSTER_NODES ? 'cluster' : 'sentinel'}"\\} 1$`, 'm'),
       );
