@@ -59,7 +59,10 @@ export interface Config {
   readonly drainGraceMs: number;
   /** Secret cursors are sealed with; undefined: shared through Redis with REDIS_URL, else random per process. */
   readonly cursorSecret: string | undefined;
+  /** REDIS_URL as given (single mode); `redis` says the same and covers every mode. */
   readonly redisUrl: string | undefined;
+  /** The Redis the replicas share (one server, a Cluster, or behind Sentinel); undefined: none, all in process. */
+  readonly redis: RedisTarget | undefined;
   readonly production: boolean;
   /** PETSTORE_DEMO=true: the embedded demo store may run under NODE_ENV=production. */
   readonly demo: boolean;
@@ -89,6 +92,34 @@ export interface PersistedDocumentsConfig {
   readonly path: string;
   /** Only listed documents run (a freeform one must be the exact text of one); APQ registration is off. */
   readonly only: boolean;
+}
+
+/** `host:port` of a Redis Cluster seed node or a sentinel. */
+export interface RedisNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+/**
+ * Where the shared state lives. Credentials: in REDIS_URL itself, or REDIS_USERNAME/REDIS_PASSWORD
+ * (which win over the URL's). TLS: `rediss://` for one server; for a Cluster or Sentinel, whose
+ * nodes are plain `host:port` lists, the REDIS_TLS switch (one switch for every node, sentinels
+ * included: a deployment whose data nodes speak TLS but whose sentinels do not is not supported).
+ */
+export type RedisTarget =
+  | { readonly mode: 'single'; readonly url: string; readonly auth: RedisAuth; readonly tls: boolean }
+  | { readonly mode: 'cluster'; readonly nodes: readonly RedisNode[]; readonly auth: RedisAuth; readonly tls: boolean }
+  | {
+      readonly mode: 'sentinel';
+      readonly sentinels: readonly RedisNode[];
+      readonly master: string;
+      readonly auth: RedisAuth;
+      readonly tls: boolean;
+    };
+
+export interface RedisAuth {
+  readonly username?: string;
+  readonly password?: string;
 }
 
 /**
@@ -186,6 +217,7 @@ export function parseConfig(env: Env): Config {
     // deadline); a shorter grace would cut off a createPet the upstream has already carried out.
     drainGraceMs: duration(env, 'SHUTDOWN_GRACE', `${Math.min(maxWaitMs + timeoutMs + DRAIN_MARGIN_MS, 86_400_000)}ms`),
     redisUrl: parseRedisUrl(env),
+    redis: parseRedisTarget(env),
     production,
     demo: parseBoolean(env, 'PETSTORE_DEMO', false),
     development: env.NODE_ENV === 'development',
@@ -384,6 +416,60 @@ function parseRedisUrl(env: Env): string | undefined {
     if (['redis:', 'rediss:'].includes(new URL(raw).protocol)) return raw;
   } catch {}
   throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+}
+
+const REDIS_MODES = ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'] as const;
+
+function parseRedisTarget(env: Env): RedisTarget | undefined {
+  const set = REDIS_MODES.filter((name) => value(env, name) !== undefined);
+  if (set.length > 1) {
+    throw new ConfigError(`${set[0]} and ${set[1]} are both set: choose one Redis (one server, a Cluster or Sentinel)`);
+  }
+  const username = value(env, 'REDIS_USERNAME');
+  const password = value(env, 'REDIS_PASSWORD');
+  const auth: RedisAuth = { ...(username ? { username } : {}), ...(password ? { password } : {}) };
+  const tlsSwitch = value(env, 'REDIS_TLS') === undefined ? undefined : parseBoolean(env, 'REDIS_TLS', false);
+  const master = value(env, 'REDIS_SENTINEL_MASTER');
+  const mode = set[0];
+  if (master !== undefined && mode !== 'REDIS_SENTINELS') {
+    throw new ConfigError('REDIS_SENTINEL_MASTER is set without REDIS_SENTINELS: set both, or neither');
+  }
+  if (mode === undefined) {
+    const stray = ['REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS'].find((name) => value(env, name) !== undefined);
+    if (stray)
+      throw new ConfigError(`${stray} is set without a Redis: set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS`);
+    return undefined;
+  }
+  if (mode === 'REDIS_URL') {
+    const url = parseRedisUrl(env) as string;
+    // The URL's scheme says TLS; a REDIS_TLS that contradicts it would leave the operator guessing which won.
+    const tls = new URL(url).protocol === 'rediss:';
+    if (tlsSwitch !== undefined && tlsSwitch !== tls) {
+      throw new ConfigError(
+        'REDIS_TLS contradicts REDIS_URL: use rediss:// for TLS, redis:// without, and leave REDIS_TLS unset',
+      );
+    }
+    return Object.freeze({ mode: 'single', url, auth, tls });
+  }
+  const tls = tlsSwitch ?? false;
+  if (mode === 'REDIS_CLUSTER_NODES') {
+    return Object.freeze({ mode: 'cluster', nodes: parseNodes(env, mode), auth, tls });
+  }
+  if (master === undefined)
+    throw new ConfigError('REDIS_SENTINEL_MASTER must be set with REDIS_SENTINELS: the name Sentinel monitors');
+  return Object.freeze({ mode: 'sentinel', sentinels: parseNodes(env, mode), master, auth, tls });
+}
+
+function parseNodes(env: Env, name: string): readonly RedisNode[] {
+  const accepts = `${name} must be a comma list of host:port, e.g. 10.0.0.1:6379,10.0.0.2:6379`;
+  const nodes = (value(env, name) as string).split(',').map((part): RedisNode => {
+    // host:port, or [v6]:port.
+    const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$/.exec(part.trim());
+    const port = Number(match?.[2]);
+    if (!match || !(port >= 1 && port <= 65_535)) throw new ConfigError(accepts);
+    return Object.freeze({ host: (match[1] as string).replace(/^\[|\]$/g, ''), port });
+  });
+  return Object.freeze(nodes);
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {

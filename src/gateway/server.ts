@@ -82,7 +82,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const tracing = options.tracer
     ? (await import('./observability/tracing.js')).createTracing(options.tracer)
     : undefined;
-  edge.serve({ graphql, context: graphql.context, executions, tracing });
+  const redis = config.redis === undefined ? undefined : () => upstream.redisStatus();
+  edge.serve({ graphql, context: graphql.context, executions, tracing, redis });
   const host = listening === '0.0.0.0' || listening === '::' ? 'localhost' : listening;
 
   return {

@@ -1,6 +1,8 @@
 /**
  * A real redis-server for tests: started on a free port, stopped by its pid. Restartable on the
- * same port, so a test can take Redis away and bring it back under a running gateway.
+ * same port, so a test can take Redis away and bring it back under a running gateway. And a Redis
+ * Cluster (3 primaries, 3 replicas) and a Sentinel set (primary, replica, 3 sentinels), each of real
+ * redis-server processes on free ports, each stopped by its pid, whose primary a test can SIGKILL.
  *
  * The server runs in the foreground as our child (no --daemonize, no pidfile): a pidfile read
  * before Redis rewrites it gives an empty string (pid 0, which signals our whole process group)
@@ -10,7 +12,7 @@
  */
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -136,4 +138,276 @@ async function lastLine(file: string): Promise<string> {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** One redis-server (or sentinel) of a Cluster or Sentinel set: a foreground child, stopped by its pid. */
+interface Member {
+  readonly port: number;
+  readonly pid: number;
+  /** SIGKILL (a crash: what it did not replicate is lost), waiting until it is gone. */
+  kill(): Promise<void>;
+}
+
+async function startMember(dir: string, port: number, args: string[], configFile?: string): Promise<Member> {
+  const log = join(dir, `redis-${port}.log`);
+  const child = spawn(
+    'redis-server',
+    [
+      ...(configFile ? [configFile] : []),
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--logfile',
+      log,
+      ...args,
+    ],
+    { cwd: dir, stdio: 'ignore' },
+  );
+  const exited = new Promise<string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(`exited (${signal ?? code})`));
+    child.once('error', (error) => resolve(`could not be started: ${error.message}`));
+  });
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    const info = await cliAt(port, 'INFO', 'server').catch(() => '');
+    const reported = /^process_id:(\d+)\s*$/m.exec(info)?.[1];
+    if (reported !== undefined) {
+      const pid = checkedPid(reported);
+      if (pid !== child.pid) {
+        await stopChild(child);
+        throw new Error(`port ${port} is served by another redis-server (pid ${pid}), not ours`);
+      }
+      let gone = false;
+      return {
+        port,
+        pid,
+        async kill() {
+          if (gone) return;
+          gone = true;
+          await stopProcess(pid, 'SIGKILL');
+          await exited;
+        },
+      };
+    }
+    const early = await Promise.race([exited, delay(50).then(() => undefined)]);
+    if (early !== undefined) throw new Error(`redis-server on port ${port} ${early}: ${await lastLine(log)}`);
+  }
+  await stopChild(child);
+  throw new Error(`redis-server did not answer on port ${port} within ${START_TIMEOUT_MS} ms`);
+}
+
+async function cliAt(port: number, ...args: string[]): Promise<string> {
+  const { stdout } = await run('redis-cli', ['-p', String(port), ...args], { timeout: 5_000 });
+  return stdout.trim();
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await delay(100);
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms`);
+}
+
+/**
+ * Sums `INFO commandstats` calls per command over the primaries among `ports`: a replica counts the
+ * writes it applies again, which are no load the gateway puts on Redis. Commands a script runs
+ * (redis.call) are counted too, as Redis counts them.
+ */
+async function commandCalls(ports: readonly number[]): Promise<Map<string, number>> {
+  const totals = new Map<string, number>();
+  for (const port of ports) {
+    if (!(await cliAt(port, 'ROLE').catch(() => '')).startsWith('master')) continue;
+    const info = await cliAt(port, 'INFO', 'commandstats').catch(() => '');
+    for (const [, name, calls] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      totals.set(name as string, (totals.get(name as string) ?? 0) + Number(calls));
+    }
+  }
+  return totals;
+}
+
+export interface RedisHa {
+  /** The gateway's environment for this Redis (REDIS_CLUSTER_NODES, or REDIS_SENTINELS and REDIS_SENTINEL_MASTER). */
+  readonly env: Readonly<Record<string, string>>;
+  /** The data servers' ports (primaries and replicas; no sentinels). */
+  readonly dataPorts: readonly number[];
+  /** The port of the primary that serves `key` now. */
+  primaryFor(key: string): Promise<number>;
+  /** SIGKILLs the server on `port` (a primary crash); the set fails over by itself. */
+  kill(port: number): Promise<void>;
+  /** Resolves once `key` is served by a primary other than `port` (the failover done). */
+  failedOver(key: string, port: number): Promise<void>;
+  /** `INFO commandstats` calls per command, summed over the live primaries. */
+  commandCalls(): Promise<Map<string, number>>;
+  /** Every process stopped by its pid, the folder removed. */
+  close(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of 3 primaries and 3 replicas on free ports (STACK.md item 20), with a short
+ * cluster-node-timeout so a SIGKILLed primary's replica is promoted in about 2 s.
+ */
+export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa> {
+  const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
+  const members: Member[] = [];
+  const close = async () => {
+    for (const member of members) await member.kill();
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+  };
+  try {
+    for (let i = 0; i < 6; i++) {
+      const port = await freePort();
+      members.push(
+        await startMember(dir, port, [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          String(nodeTimeoutMs),
+          // A replica promoted as soon as it sees its primary fail, however long since its last sync.
+          '--cluster-replica-validity-factor',
+          '0',
+        ]),
+      );
+    }
+    const addresses = members.map((member) => `127.0.0.1:${member.port}`);
+    await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '1', '--cluster-yes'], {
+      timeout: 30_000,
+    });
+    await waitFor('cluster ok on every node', async () => {
+      for (const member of members) {
+        if (!(await cliAt(member.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return false;
+      }
+      return true;
+    });
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const alive = () => members.map((member) => member.port);
+  const dead = new Set<number>();
+  const live = () => alive().filter((port) => !dead.has(port));
+  async function primaryFor(key: string): Promise<number> {
+    const slot = Number(await cliAt(live()[0] as number, 'CLUSTER', 'KEYSLOT', key));
+    // CLUSTER SLOTS as text: ranges, then the primary's host and port.
+    const text = await cliAt(live()[0] as number, 'CLUSTER', 'SLOTS');
+    const lines = text.split('\n');
+    for (let i = 0; i + 3 < lines.length; i++) {
+      const from = Number(lines[i]);
+      const to = Number(lines[i + 1]);
+      if (lines[i + 2] === '127.0.0.1' && slot >= from && slot <= to) return Number(lines[i + 3]);
+    }
+    throw new Error(`no primary for slot ${slot}`);
+  }
+  return {
+    env: {
+      REDIS_CLUSTER_NODES: alive()
+        .map((port) => `127.0.0.1:${port}`)
+        .join(','),
+    },
+    dataPorts: alive(),
+    primaryFor,
+    async kill(port) {
+      dead.add(port);
+      await members.find((member) => member.port === port)?.kill();
+    },
+    async failedOver(key, port) {
+      await waitFor('a replica promoted', async () => (await primaryFor(key)) !== port);
+      await waitFor('cluster ok again', async () => {
+        for (const p of live()) if (!(await cliAt(p, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return false;
+        return true;
+      });
+    },
+    commandCalls: () => commandCalls(live()),
+    close,
+  };
+}
+
+/**
+ * A primary, one replica and 3 sentinels on free ports (STACK.md item 20), master name `gateway`,
+ * down-after-milliseconds short so a SIGKILLed primary is replaced in a couple of seconds.
+ */
+export async function startRedisSentinel(downAfterMs = 1_000): Promise<RedisHa> {
+  const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
+  const members: Member[] = [];
+  const master = 'gateway';
+  const close = async () => {
+    for (const member of members.reverse()) await member.kill();
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+  };
+  const sentinelPorts: number[] = [];
+  const data: number[] = [];
+  try {
+    const primary = await freePort();
+    members.push(await startMember(dir, primary, []));
+    const replica = await freePort();
+    members.push(await startMember(dir, replica, ['--replicaof', '127.0.0.1', String(primary)]));
+    data.push(primary, replica);
+    await waitFor('replica in sync', async () =>
+      (await cliAt(replica, 'INFO', 'replication')).includes('master_link_status:up'),
+    );
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      const file = join(dir, `sentinel-${port}.conf`);
+      await writeFile(
+        file,
+        [
+          `sentinel monitor ${master} 127.0.0.1 ${primary} 2`,
+          `sentinel down-after-milliseconds ${master} ${downAfterMs}`,
+          `sentinel failover-timeout ${master} 5000`,
+          `sentinel parallel-syncs ${master} 1`,
+          '',
+        ].join('\n'),
+      );
+      members.push(await startMember(dir, port, ['--sentinel'], file));
+      sentinelPorts.push(port);
+    }
+    await waitFor('sentinels see each other and the replica', async () => {
+      const info = await cliAt(sentinelPorts[0] as number, 'SENTINEL', 'MASTER', master);
+      const lines = info.split('\n');
+      const get = (name: string) => Number(lines[lines.indexOf(name) + 1]);
+      return get('num-other-sentinels') >= 2 && get('num-slaves') >= 1;
+    });
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const dead = new Set<number>();
+  async function primaryFor(): Promise<number> {
+    for (const port of sentinelPorts) {
+      const text = await cliAt(port, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', master).catch(() => '');
+      const found = Number(text.split('\n')[1]);
+      if (found > 0) return found;
+    }
+    throw new Error('no sentinel names a primary');
+  }
+  return {
+    env: {
+      REDIS_SENTINELS: sentinelPorts.map((port) => `127.0.0.1:${port}`).join(','),
+      REDIS_SENTINEL_MASTER: master,
+    },
+    dataPorts: data,
+    primaryFor,
+    async kill(port) {
+      dead.add(port);
+      await members.find((member) => member.port === port)?.kill();
+    },
+    async failedOver(_key, port) {
+      await waitFor('sentinels named a new primary', async () => {
+        const now = await primaryFor();
+        return now !== port && (await cliAt(now, 'ROLE')).startsWith('master');
+      });
+    },
+    commandCalls: () => commandCalls(data.filter((port) => !dead.has(port))),
+    close,
+  };
 }

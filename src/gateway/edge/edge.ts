@@ -42,6 +42,8 @@ export interface ServeOptions {
   readonly context: ContextFactory;
   readonly executions: SharedExecutions | undefined;
   readonly tracing: Tracing | undefined;
+  /** Said at /ready: which Redis is shared and whether it serves (never part of the verdict: a replica serves on its local share). */
+  readonly redis?: (() => { readonly mode: string; readonly reachable: boolean }) | undefined;
 }
 
 export interface Edge {
@@ -109,7 +111,7 @@ export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = conf
 
   return {
     port,
-    serve({ graphql, context, executions, tracing }) {
+    serve({ graphql, context, executions, tracing, redis }) {
       handle = createHttpHandler({
         apollo: graphql.apollo,
         context,
@@ -124,7 +126,11 @@ export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = conf
           origins: config.corsOrigins,
           ...(config.clientIdHeader ? { extraHeaders: [config.clientIdHeader] } : {}),
         }),
-        lifecycle: { ready: () => !drain.draining, track: (res) => drain.track(res) },
+        lifecycle: {
+          ready: () => !drain.draining,
+          track: (res) => drain.track(res),
+          ...(redis ? { details: () => ({ redis: redis() }) } : {}),
+        },
         serveAsset: graphql.landingPage.serveAsset,
         pageHeaders: graphql.landingPage.pageHeaders,
         executions,

@@ -50,6 +50,8 @@ export interface HttpOptions<TContext extends BaseContext = GatewayContext> {
   readonly lifecycle?: {
     readonly ready: () => boolean;
     readonly track: (res: ServerResponse) => void;
+    /** More for the /ready body (which Redis, whether reachable); never secrets, never a key. */
+    readonly details?: () => Readonly<Record<string, unknown>>;
   };
   /** Identical queries in flight for one key share one execution (PETSTORE_COALESCE). */
   readonly executions?: SharedExecutions | undefined;
@@ -89,7 +91,8 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
     if (url.pathname === '/health') return sendJson(res, 200, { status: 'ok' });
     if (url.pathname === '/ready') {
       const ready = options.lifecycle?.ready() ?? true;
-      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable' });
+      const details = options.lifecycle?.details?.() ?? {};
+      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable', ...details });
     }
     if (url.pathname === '/metrics' && options.metrics) return serveMetrics(req, res, options.metrics);
     if (options.serveAsset?.(req, res, url.pathname)) return;

@@ -169,5 +169,15 @@ export function createMetrics(options: MetricsOptions = { budgetGauges: false })
       'petstore_rejected_key_repeats_total',
       'Requests with a key the upstream refused (401) moments ago, answered without asking it again',
     ),
+    redisUp: new Gauge<'mode'>({
+      name: 'petstore_redis_up',
+      help: 'Whether the shared Redis (mode: single, cluster or sentinel) serves the budget: 1 shared, 0 planning on the local share',
+      labelNames: ['mode'],
+      registers: [registry],
+    }),
+    redisFailovers: counter(
+      'petstore_redis_failovers_total',
+      'Times the Redis primary serving this replica changed (a Sentinel or Cluster failover)',
+    ),
   };
 }

@@ -32,7 +32,7 @@ export type UpstreamConfig = Pick<
   | 'maxRetryAfterMs'
   | 'keyIdleMs'
   | 'maxKeys'
-  | 'redisUrl'
+  | 'redis'
   | 'upstreamConnections'
   | 'upstreamConnectionsPerKey'
   | 'maxQueuedPerClient'
@@ -55,25 +55,54 @@ export interface Upstream {
   readonly limiter: Limiter;
   /** A cursor secret the replicas agreed on through Redis, when they share one. */
   readonly agreedSecret: string | undefined;
+  /** Which Redis is shared (none: all in process), and whether the budget is on it now (for /ready). */
+  redisStatus(): RedisStatus;
   /** A key's write generation now (sharing/answers.ts); 0 when no answers are kept. */
   writeGeneration(keyId: string): Promise<Generation>;
   close(): Promise<void>;
+}
+
+export interface RedisStatus {
+  readonly mode: 'none' | 'single' | 'cluster' | 'sentinel';
+  /** False while the budget plans on the local share (Redis unreachable, or mid-failover). */
+  readonly reachable: boolean;
 }
 
 export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps): Promise<Upstream> {
   if (config.petstoreBaseUrl === undefined) throw new Error('createUpstream needs config.petstoreBaseUrl');
   const { logger, metrics } = deps;
   const prefix = deps.redisPrefix ? { prefix: deps.redisPrefix } : {};
-  // ioredis (with its dependencies, ~2 MB of heap) is loaded only with REDIS_URL.
+  // ioredis (with its dependencies, ~2 MB of heap) is loaded only with a Redis configured.
   let store: BudgetStore;
   // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
   let agreedSecret: string | undefined;
-  if (config.redisUrl) {
+  const redis = config.redis;
+  const connect = redis ? (await import('./redis-connection.js')).createRedisConnection : undefined;
+  // The budget and the answer cache on connections of their own: an answer of megabytes on the wire
+  // would hold up the budget's scripts behind it (one connection is one ordered stream), and a
+  // reservation is what requests wait on. A third, subscribed, hears other replicas' answers.
+  const budgetConnection =
+    redis && connect
+      ? connect(redis, {
+          onFailover: (from, to) => {
+            metrics.redisFailovers.inc();
+            logger.warn({ mode: redis.mode, from, to }, 'Redis failed over: the budget follows the new primary');
+          },
+        })
+      : undefined;
+  let shared: import('./limits/budget-redis.js').RedisBudgetStore | undefined;
+  // Subscribed to the answers other replicas record, so a request waiting on one is woken, not polling.
+  let subscriber: import('./redis-connection.js').RedisConnection | undefined;
+  if (redis && budgetConnection) {
     const { RedisBudgetStore } = await import('./limits/budget-redis.js');
-    const shared = new RedisBudgetStore({
-      url: config.redisUrl,
+    subscriber = connect?.(redis, { offlineQueue: true });
+    shared = new RedisBudgetStore({
+      connection: budgetConnection,
+      ...(subscriber ? { subscriber } : {}),
       logger,
       inflightMs: config.maxWaitMs + 2 * config.timeoutMs + 5_000,
+      maxKeys: config.maxKeys,
+      onShared: (up) => metrics.redisUp.set({ mode: redis.mode }, up ? 1 : 0),
       ...prefix,
     });
     // ready() resolves after 3 s without an answer too; the secret is agreed on only if Redis answers.
@@ -83,8 +112,12 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
     // plan for itself: N replicas starting so would spend N times the key's budget.
     if (agreedSecret === undefined || shared.degraded) {
       await shared.close();
-      throw new ConfigError(`REDIS_URL did not answer within 3 s at start; start Redis, or unset REDIS_URL`);
+      budgetConnection.close();
+      subscriber?.close();
+      const variable = { single: 'REDIS_URL', cluster: 'REDIS_CLUSTER_NODES', sentinel: 'REDIS_SENTINELS' }[redis.mode];
+      throw new ConfigError(`${variable} did not answer within 3 s at start; start Redis, or unset ${variable}`);
     }
+    metrics.redisUp.set({ mode: redis.mode }, 1);
     store = shared;
   } else {
     store = new MemoryBudgetStore({ idleMs: config.keyIdleMs, maxKeys: config.maxKeys });
@@ -119,6 +152,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
   });
   metrics.watchLimiter(limiter);
   const keepsAnswers = config.cacheTtlMs > 0 || config.staleTtlMs > 0;
+  const answersConnection = keepsAnswers && redis && connect ? connect(redis, { commandTimeoutMs: 500 }) : undefined;
   const sharing =
     config.coalesce || keepsAnswers
       ? createResponseSharing({
@@ -126,20 +160,19 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
           ttlMs: config.cacheTtlMs,
           staleTtlMs: config.staleTtlMs,
           // With Redis, answers (cached and stale) serve every replica; without it, this one.
-          answers:
-            keepsAnswers && config.redisUrl
-              ? (await import('./sharing/answers-redis.js')).redisAnswers({
-                  url: config.redisUrl,
-                  ...prefix,
-                  fallback: memoryAnswers({ maxBytes: config.cacheSizeBytes }),
-                  maxBytes: config.cacheSizeBytes,
-                  onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
-                  onFencedAll: () =>
-                    logger.error(
-                      'more keys wrote while Redis was unreachable than are held to replay: when it returns, every generation there is dropped, which fences every answer kept',
-                    ),
-                })
-              : memoryAnswers({ maxBytes: config.cacheSizeBytes }),
+          answers: answersConnection
+            ? (await import('./sharing/answers-redis.js')).redisAnswers({
+                connection: answersConnection,
+                ...prefix,
+                fallback: memoryAnswers({ maxBytes: config.cacheSizeBytes }),
+                maxBytes: config.cacheSizeBytes,
+                onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
+                onFencedAll: () =>
+                  logger.error(
+                    'more keys wrote while Redis was unreachable than are held to replay: when it returns, every generation there is dropped, which fences every answer kept',
+                  ),
+              })
+            : memoryAnswers({ maxBytes: config.cacheSizeBytes }),
           onCoalesced: () => metrics.coalesced.inc(),
           onCacheHit: () => metrics.cacheHits.inc(),
           onStale: () => metrics.staleServed.inc(),
@@ -170,10 +203,14 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
     limiter,
     agreedSecret,
     writeGeneration: (keyId) => sharing?.generation(keyId) ?? Promise.resolve(0),
+    redisStatus: () => ({ mode: redis?.mode ?? 'none', reachable: shared === undefined || !shared.degraded }),
     async close() {
       await client.close();
       await sharing?.close();
       await limiter.close();
+      answersConnection?.close();
+      budgetConnection?.close();
+      subscriber?.close();
     },
   };
 }

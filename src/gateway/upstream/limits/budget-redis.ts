@@ -7,9 +7,9 @@
  */
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import type { RateWindow } from '../../../config.js';
 import type { Logger } from '../../observability/logger.js';
+import type { RedisClient, RedisConnection } from '../redis-connection.js';
 import {
   type BudgetStore,
   MemoryBudgetStore,
@@ -20,11 +20,28 @@ import {
   type Reservation,
 } from './budget.js';
 
+/**
+ * A request refused until an answer in flight arrives (a probe's, or one of the window's last few)
+ * waits for that answer, not for a timer: the script that records the answer (or the release of a
+ * request that got none) publishes the key's digest when someone waits, and each replica wakes its
+ * waiters for that key. Without it a waiter on another replica's answer asked Redis again every
+ * 100–800 ms. Published only when RESERVE marked a waiter, so an answer nobody waits for costs no
+ * message. ARGV[at] is the channel, ARGV[at + 1] the key's digest.
+ */
+const WAKE = (at: number) =>
+  `if redis.call('HDEL', KEYS[1], 'wait') == 1 then redis.call('PUBLISH', ARGV[${at}], ARGV[${at + 1}]) end`;
+
 // KEYS: state hash, in-flight zset, then one log per window. ARGV: now, deadline, probe ms,
 // in-flight ttl ms, one-at-a-time threshold, then count and window ms per window.
 const RESERVE = `
 local now, deadline, probe, flight = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local low = tonumber(ARGV[5])
+-- Refused until an answer in flight arrives: marked, so that answer's script tells the waiters (below).
+local function waiting(result)
+  redis.call('HSET', KEYS[1], 'wait', 1)
+  if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], probe) end
+  return result
+end
 local st = redis.call('HMGET', KEYS[1], 'pause', 'seq', 'gbase', 'grem', 'greset', 'gfrom')
 local at = math.max(now, tonumber(st[1] or '0'))
 local seq = tonumber(st[2] or '0')
@@ -55,11 +72,14 @@ if #KEYS > 2 then
     end
   end
   local left = grem - (seq - gbase)
-  if left <= 0 then return {0, greset, gfrom == -1 and 1 or 0} end
+  if left <= 0 then
+    if gfrom == -1 then return waiting({0, greset, 1}) end
+    return {0, greset, 0}
+  end
   -- The last few of a window go one at a time (see ONE_AT_A_TIME_BELOW).
   if left <= low then
     redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-    if redis.call('ZCARD', KEYS[2]) > 0 then return {0, now + probe, 1} end
+    if redis.call('ZCARD', KEYS[2]) > 0 then return waiting({0, now + probe, 1}) end
   end
 end
 if at > deadline then return {0, at, 0} end
@@ -72,17 +92,22 @@ for i = 3, #KEYS do
   redis.call('ZADD', KEYS[i], at, seq)
   redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]) + at - now)
 end
--- The first (smallest) window: how many sends it holds, and when its oldest leaves it.
+-- The first (smallest) window: how many sends it holds, and when its oldest leaves it; and what the
+-- gate leaves after this one, until when (what the replica falls back on should Redis fail over).
 if #KEYS > 2 then
   local oldest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  return {1, at, seq, redis.call('ZCARD', KEYS[3]), tonumber(oldest[2]) + tonumber(ARGV[7])}
+  local g = redis.call('HMGET', KEYS[1], 'gbase', 'grem', 'greset')
+  local left = tonumber(g[2] or '0') - (seq - tonumber(g[1] or seq))
+  return {1, at, seq, redis.call('ZCARD', KEYS[3]), tonumber(oldest[2]) + tonumber(ARGV[7]), left, tonumber(g[3] or '0')}
 end
-return {1, at, seq, 0, at}
+return {1, at, seq, 0, at, -1, 0}
 `;
 
-// KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no usable headers), now.
+// KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no usable headers), now,
+// then the channel and key id to tell waiters on (see WAKE).
 const OBSERVE = `
 local seq, limit, remaining, reset, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+${WAKE(6)}
 redis.call('ZREM', KEYS[2], seq)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local inflight = redis.call('ZCARD', KEYS[2])
@@ -113,9 +138,10 @@ if greset <= now then return {limit, limit, greset} end
 return {limit, math.max(0, remaining - (cur - gbase)), greset}
 `;
 
-// KEYS: state hash, in-flight zset. ARGV: seq.
+// KEYS: state hash, in-flight zset. ARGV: seq, then the channel and key id to tell waiters on.
 const RELEASE = `
 local seq = tonumber(ARGV[1])
+${WAKE(2)}
 redis.call('ZREM', KEYS[2], seq)
 local st = redis.call('HMGET', KEYS[1], 'gbase', 'gfrom')
 -- A probe that got no answer lets the next request probe at once.
@@ -137,7 +163,38 @@ redis.call('HSET', KEYS[1], 'pseq', tonumber(redis.call('HGET', KEYS[1], 'seq') 
 return 1
 `;
 
+// KEYS: state hash, in-flight zset. ARGV: until, now. A replica back on Redis after an outage or a
+// failover: what Redis holds may be older than what happened (writes lost with the old primary, sends
+// made on the local share), so the key's gate is dropped (the next send is one probe, whose answer is
+// the upstream's word), its pause is at least `until`, answers to requests planned before now are
+// stale, and those requests no longer count as in flight: their answers went to the local share, and
+// left here they would hold the last few of every window one at a time until they expire.
+const FENCE = `
+local p = tonumber(redis.call('HGET', KEYS[1], 'pause') or '0')
+local till, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
+redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
+redis.call('HSET', KEYS[1], 'pseq', seq, 'pause', math.max(p, till))
+redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), till - now + 60000))
+for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  if tonumber(m) <= seq then redis.call('ZREM', KEYS[2], m) end
+end
+return 1
+`;
+
+// KEYS: the replicas zset. ARGV: now, this replica's id, how long an announcement counts, key ttl.
+// One command a beat (it was a MULTI of four, six commands on the wire).
+const BEAT = `
+local now = tonumber(ARGV[1])
+redis.call('ZADD', KEYS[1], now, ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return redis.call('ZCARD', KEYS[1])
+`;
+
 interface BudgetCommands {
+  petstoreBeat(numKeys: number, ...args: (string | number)[]): Promise<number>;
+  petstoreFence(numKeys: number, ...args: (string | number)[]): Promise<number>;
   petstoreReserve(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   petstoreObserve(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   petstorePause(numKeys: number, ...args: (string | number)[]): Promise<number>;
@@ -145,7 +202,8 @@ interface BudgetCommands {
 }
 
 export interface RedisBudgetOptions {
-  readonly url: string;
+  /** Made by createRedisConnection (one server, Cluster or Sentinel); closed by whoever made it. */
+  readonly connection: RedisConnection;
   readonly logger: Logger;
   /** Key prefix, so several gateways (or tests) can share one Redis. */
   readonly prefix?: string;
@@ -156,60 +214,105 @@ export interface RedisBudgetOptions {
    * longer than any request can take, so a live one is never forgotten early.
    */
   readonly inflightMs?: number;
+  /** Keys whose last shared view is remembered for a failover (default 10,000). */
+  readonly maxKeys?: number;
+  /** Told when the budget leaves Redis for the local share (false) and when it is shared again (true). */
+  readonly onShared?: (shared: boolean) => void;
+  /**
+   * A connection of its own (a subscribed one can send nothing else) on which the answers other
+   * replicas record are heard (see WAKE); none: waiters on another replica's answer ask again on a timer.
+   */
+  readonly subscriber?: RedisConnection;
 }
 
+/** What this replica last learned of a key from Redis: what the fallback starts from if Redis goes. */
+interface KnownKey {
+  /** Sends the shared gate still allowed, and until when (the upstream's Reset); -1: no gate. */
+  left: number;
+  resetAt: number;
+  pausedUntil: number;
+}
+
+/** How often a degraded replica asks whether Redis serves again (a Cluster stays "ready" through a failover). */
+const REJOIN_PROBE_MS = 250;
+
 export class RedisBudgetStore implements BudgetStore {
-  readonly #redis: Redis & BudgetCommands;
+  readonly #redis: RedisClient & BudgetCommands;
   readonly #logger: Logger;
   readonly #prefix: string;
   readonly #replicaId = randomUUID();
   readonly #heartbeat: NodeJS.Timeout;
   readonly #heartbeatMs: number;
   readonly #inflightMs: number;
+  readonly #maxKeys: number;
+  readonly #onShared: ((shared: boolean) => void) | undefined;
+  readonly #known = new Map<string, KnownKey>();
   #replicas = 1;
+  #epoch = 0;
   #fallback: MemoryBudgetStore | undefined;
+  #rejoinTimer: NodeJS.Timeout | undefined;
+  #rejoining = false;
+  /** A key whose command failed: the rejoin probe asks its slot (on a Cluster, the primary that failed). */
+  #probeKey: string;
+  readonly #channel: string;
+  readonly #subscriber: RedisClient | undefined;
+  readonly #watchers = new Set<(keyId: string) => void>();
 
   constructor(options: RedisBudgetOptions) {
     this.#logger = options.logger;
     this.#prefix = options.prefix ?? 'petstore-gateway';
     this.#heartbeatMs = options.heartbeatMs ?? 1_000;
     this.#inflightMs = options.inflightMs ?? 60_000;
-    // Fail fast while disconnected (no offline queue) so requests fall back at once; reconnect forever.
-    this.#redis = new Redis(options.url, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      connectTimeout: 1_000,
-      commandTimeout: 1_000,
-      retryStrategy: (attempt) => Math.min(100 * attempt, 1_000),
-    }) as Redis & BudgetCommands;
+    this.#maxKeys = options.maxKeys ?? 10_000;
+    this.#onShared = options.onShared;
+    this.#probeKey = `${this.#prefix}:replicas`;
+    this.#redis = options.connection.client as RedisClient & BudgetCommands;
+    // One channel for the deployment (a Cluster carries a PUBLISH to every node, whatever its name);
+    // a message is a key's digest, and only sent when a request of that key waits on an answer.
+    this.#channel = `${this.#prefix}:budget-answered`;
+    this.#subscriber = options.subscriber?.client;
+    if (this.#subscriber !== undefined) {
+      this.#subscriber.on('message', (channel: string, keyId: string) => {
+        if (channel === this.#channel) for (const watcher of this.#watchers) watcher(keyId);
+      });
+      // Subscribed again by ioredis after every reconnect (and, on a Cluster, on another node).
+      this.#subscriber.subscribe(this.#channel).catch(() => {});
+    }
+    // EVALSHA, and EVAL once per server that lacks the script (a promoted replica, a restarted one).
     this.#redis.defineCommand('petstoreReserve', { lua: RESERVE });
     this.#redis.defineCommand('petstoreObserve', { lua: OBSERVE });
     this.#redis.defineCommand('petstorePause', { lua: PAUSE });
     this.#redis.defineCommand('petstoreRelease', { lua: RELEASE });
-    this.#redis.on('error', () => {}); // reported once per outage by #degrade
-    this.#redis.on('ready', () => {
-      if (this.#fallback === undefined) return;
-      this.#fallback = undefined;
-      this.#logger.info('Redis is back: rate-limit budget shared across replicas again');
-    });
+    this.#redis.defineCommand('petstoreFence', { lua: FENCE });
+    this.#redis.defineCommand('petstoreBeat', { lua: BEAT });
+    // One server and a Sentinel-found primary say "ready" when they reconnect; a Cluster stays ready
+    // while one primary is lost, so the rejoin probe (#degrade) is what notices its failover end.
+    this.#redis.on('ready', () => void this.#rejoin());
     this.#heartbeat = setInterval(() => void this.#beat(), this.#heartbeatMs);
     this.#heartbeat.unref();
   }
 
   reserve(keyId: string, windows: readonly RateWindow[], now: number, deadline: number): Promise<Reservation> {
+    const keys = [
+      this.#key(keyId, 'state'),
+      this.#key(keyId, 'inflight'),
+      ...windows.map((w) => this.#key(keyId, `w${w.windowMs}`)),
+    ];
     return this.#run(
+      keys[0] as string,
       async () => {
-        const keys = [
-          this.#key(keyId, 'state'),
-          this.#key(keyId, 'inflight'),
-          ...windows.map((w) => this.#key(keyId, `w${w.windowMs}`)),
-        ];
         const counts = windows.flatMap((w) => [w.count, w.windowMs]);
         const args = [now, Math.round(deadline), PROBE_MS, this.#inflightMs, ONE_AT_A_TIME_BELOW, ...counts];
-        const [ok, at, third, used, freeAt] = await this.#redis.petstoreReserve(keys.length, ...keys, ...args);
+        const [ok, at, third, used, freeAt, left, resetAt] = await this.#redis.petstoreReserve(
+          keys.length,
+          ...keys,
+          ...args,
+        );
         if (ok === 1) {
+          if ((left as number) >= 0) this.#learn(keyId, { left: left as number, resetAt: resetAt as number });
           return { ok: true, at: at as number, seq: third as number, used: used as number, freeAt: freeAt as number };
         }
+        if (third !== 1 && (at as number) > now) this.#learn(keyId, { pausedUntil: at as number });
         return third === 1 ? { ok: false, retryAt: at as number, probing: true } : { ok: false, retryAt: at as number };
       },
       (fallback) => fallback.reserve(keyId, windows, now, deadline),
@@ -217,45 +320,70 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   observe(keyId: string, o: Observation, now: number): Promise<Quota> {
+    const keys = [this.#key(keyId, 'state'), this.#key(keyId, 'inflight')];
     return this.#run(
+      keys[0] as string,
       async () => {
         const args = [o.seq, o.limit, o.remaining, Math.round(o.resetAt), now];
-        const keys = [this.#key(keyId, 'state'), this.#key(keyId, 'inflight')];
-        const [limit, remaining, resetAt] = await this.#redis.petstoreObserve(2, ...keys, ...args);
+        const [limit, remaining, resetAt] = await this.#redis.petstoreObserve(
+          2,
+          ...keys,
+          ...args,
+          this.#channel,
+          keyId,
+        );
+        if (limit !== 0) this.#learn(keyId, { left: remaining as number, resetAt: resetAt as number });
         return { limit: limit as number, remaining: remaining as number, resetAt: resetAt as number };
       },
-      (fallback) => fallback.observe(keyId, o, now),
+      async (fallback) => {
+        const quota = await fallback.observe(keyId, o, now);
+        if (quota.limit !== 0) this.#learn(keyId, { left: quota.remaining, resetAt: quota.resetAt });
+        return quota;
+      },
     );
   }
 
   release(keyId: string, seq: number): Promise<void> {
+    const state = this.#key(keyId, 'state');
     return this.#run(
+      state,
       async () => {
-        await this.#redis.petstoreRelease(2, this.#key(keyId, 'state'), this.#key(keyId, 'inflight'), seq);
+        await this.#redis.petstoreRelease(2, state, this.#key(keyId, 'inflight'), seq, this.#channel, keyId);
       },
       (fallback) => fallback.release(keyId, seq),
     );
   }
 
   pause(keyId: string, until: number, seq: number): Promise<void> {
+    // Known here whatever Redis does with it: a pause lost in a failover is asserted again on rejoin.
+    this.#learn(keyId, { pausedUntil: until });
+    const state = this.#key(keyId, 'state');
     return this.#run(
+      state,
       async () => {
-        await this.#redis.petstorePause(1, this.#key(keyId, 'state'), Math.round(until), Date.now(), seq);
+        await this.#redis.petstorePause(1, state, Math.round(until), Date.now(), seq);
       },
       (fallback) => fallback.pause(keyId, until, seq),
     );
   }
 
   pausedUntil(keyId: string): Promise<number> {
+    const state = this.#key(keyId, 'state');
     return this.#run(
-      async () => Number((await this.#redis.hget(this.#key(keyId, 'state'), 'pause')) ?? 0),
+      state,
+      async () => {
+        const until = Number((await this.#redis.hget(state, 'pause')) ?? 0);
+        if (until > Date.now()) this.#learn(keyId, { pausedUntil: until });
+        return until;
+      },
       (fallback) => fallback.pausedUntil(keyId),
     );
   }
 
   /**
    * A secret every replica agrees on (the first to ask makes it), or undefined while Redis is
-   * unreachable: the caller then makes one of its own.
+   * unreachable: the caller then makes one of its own. One key, used alone: on a Cluster it lives
+   * in whatever slot its name hashes to, and needs no hash tag.
    */
   async sharedSecret(name: string): Promise<string | undefined> {
     if (this.#redis.status !== 'ready') return undefined;
@@ -288,7 +416,26 @@ export class RedisBudgetStore implements BudgetStore {
 
   async close(): Promise<void> {
     clearInterval(this.#heartbeat);
-    this.#redis.disconnect();
+    if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
+  }
+
+  /**
+   * Changes when the budget leaves Redis and when it returns. Sends planned on Redis but not yet made
+   * when it went (reservations lie up to PETSTORE_MAX_WAIT ahead) are not in the local share's log,
+   * and those planned locally are not in Redis's: each is planned again where the budget now is.
+   */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  /** Calls `listener` with a key's digest when another replica records an answer a request here may wait on. */
+  watch(listener: (keyId: string) => void): void {
+    this.#watchers.add(listener);
+  }
+
+  /** Whether such answers are heard now: subscribed, and the budget on Redis (not the local share). */
+  get notifies(): boolean {
+    return this.#subscriber?.status === 'ready' && this.#fallback === undefined;
   }
 
   /** The replicas seen recently: the share each one may use on its own while Redis is away. */
@@ -300,11 +447,16 @@ export class RedisBudgetStore implements BudgetStore {
     return this.#fallback !== undefined;
   }
 
-  async #run<T>(shared: () => Promise<T>, local: (fallback: MemoryBudgetStore) => Promise<T>): Promise<T> {
+  async #run<T>(
+    probeKey: string,
+    shared: () => Promise<T>,
+    local: (fallback: MemoryBudgetStore) => Promise<T>,
+  ): Promise<T> {
     if (this.#fallback === undefined && this.#redis.status === 'ready') {
       try {
         return await shared();
       } catch (error) {
+        this.#probeKey = probeKey;
         this.#degrade(error);
       }
     } else if (this.#fallback === undefined) {
@@ -313,27 +465,98 @@ export class RedisBudgetStore implements BudgetStore {
     return local(this.#fallback as MemoryBudgetStore);
   }
 
+  /**
+   * Plans on a local share from here on. Writes a primary acknowledged but never replicated are lost
+   * in a failover, so the fallback starts from what this replica last learned of each key: its pause,
+   * and the upstream's Reset of the window in progress, before which it plans nothing new for the key
+   * (MemoryBudgetStore.seed says why); then 1/N of each window. Sends planned on Redis and not yet made
+   * are planned again (epoch).
+   */
   #degrade(error: unknown): void {
     if (this.#fallback !== undefined) return;
-    this.#fallback = new MemoryBudgetStore({ share: 1 / this.#replicas });
+    const fallback = new MemoryBudgetStore({ share: 1 / this.#replicas, maxKeys: this.#maxKeys });
+    const now = Date.now();
+    for (const [keyId, known] of this.#known) {
+      if (known.resetAt > now || known.pausedUntil > now) fallback.seed(keyId, known, now);
+    }
+    this.#fallback = fallback;
+    this.#epoch++;
+    this.#onShared?.(false);
     this.#logger.warn(
       { reason: (error as Error).message, share: `1/${this.#replicas}` },
       'Redis unreachable: planning on a local rate-limit budget until it returns',
     );
+    this.#rejoinTimer ??= setInterval(() => void this.#rejoin(), REJOIN_PROBE_MS);
+    this.#rejoinTimer.unref();
   }
 
+  /**
+   * Back on Redis once it answers for the key that failed. What Redis holds may be older than what
+   * happened (a failover loses the writes not yet replicated; sends made on the local share were
+   * never written), so each key this replica knows of is fenced first: its pause asserted again (or
+   * one until its Reset when the window was spent), its gate dropped, so the next send is one probe
+   * whose answer (the upstream's Remaining) sets the gate again.
+   */
+  async #rejoin(): Promise<void> {
+    const fallback = this.#fallback;
+    if (fallback === undefined || this.#rejoining || this.#redis.status !== 'ready') return;
+    this.#rejoining = true;
+    try {
+      await this.#redis.pttl(this.#probeKey);
+      const now = Date.now();
+      const fences: Promise<unknown>[] = [];
+      for (const [keyId, known] of this.#known) {
+        // A key whose Reset and pause have passed has nothing left to lose: the upstream's window moved on.
+        if (known.resetAt <= now && known.pausedUntil <= now) continue;
+        const local = await fallback.pausedUntil(keyId);
+        const spent = known.left === 0 && known.resetAt > now ? known.resetAt : 0;
+        const until = Math.round(Math.max(known.pausedUntil, local, spent));
+        fences.push(this.#redis.petstoreFence(2, this.#key(keyId, 'state'), this.#key(keyId, 'inflight'), until, now));
+      }
+      await Promise.all(fences);
+      if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
+      this.#rejoinTimer = undefined;
+      this.#fallback = undefined;
+      this.#epoch++;
+      this.#onShared?.(true);
+      this.#logger.info('Redis is back: rate-limit budget shared across replicas again');
+    } catch (error) {
+      // Not yet: the next probe tries again.
+      this.#logger.debug({ reason: (error as Error).message }, 'Redis not back yet');
+    } finally {
+      this.#rejoining = false;
+    }
+  }
+
+  /** Remembers the latest shared view of a key, most recent last; the oldest forgotten past maxKeys. */
+  #learn(keyId: string, update: Partial<KnownKey>): void {
+    const known = this.#known.get(keyId) ?? { left: -1, resetAt: 0, pausedUntil: 0 };
+    this.#known.delete(keyId);
+    if (update.left !== undefined) known.left = update.left;
+    if (update.resetAt !== undefined) known.resetAt = update.resetAt;
+    if (update.pausedUntil !== undefined) known.pausedUntil = Math.max(known.pausedUntil, update.pausedUntil);
+    this.#known.set(keyId, known);
+    if (this.#known.size > this.#maxKeys) this.#known.delete(this.#known.keys().next().value as string);
+  }
+
+  /**
+   * The replicas alive, for the 1/N share. One key, used alone (its script touches one slot): on a
+   * Cluster it lives wherever its name hashes, needs no hash tag, and losing it for a failover only
+   * leaves N at what was last counted.
+   */
   async #beat(): Promise<void> {
     if (this.#redis.status !== 'ready') return;
     const key = `${this.#prefix}:replicas`;
     const now = Date.now();
     try {
-      const [, , [, count]] = (await this.#redis
-        .multi()
-        .zadd(key, now, this.#replicaId)
-        .zremrangebyscore(key, '-inf', now - 5 * this.#heartbeatMs)
-        .zcard(key)
-        .pexpire(key, 10 * this.#heartbeatMs)
-        .exec()) as [unknown, unknown, [unknown, number]];
+      const count = await this.#redis.petstoreBeat(
+        1,
+        key,
+        now,
+        this.#replicaId,
+        5 * this.#heartbeatMs,
+        10 * this.#heartbeatMs,
+      );
       this.#replicas = Math.max(1, count);
     } catch {
       // The next reservation notices and falls back; the heartbeat only sizes the share.

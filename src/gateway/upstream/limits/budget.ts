@@ -74,6 +74,18 @@ export interface BudgetStore {
   pausedUntil(keyId: string): Promise<number>;
   /** Keys whose state this process holds (undefined where Redis holds it). */
   readonly size?: number;
+  /**
+   * A shared store: calls `listener` with a key's digest when another replica records an answer (or
+   * a release) that a request refused with `probing` waits on, so it need not ask again on a timer.
+   */
+  watch?(listener: (keyId: string) => void): void;
+  /** Whether `watch` hears those answers now (else: ask again on a timer). */
+  readonly notifies?: boolean;
+  /**
+   * Changes when the store's source of truth does (Redis lost, or back): a reservation made before is
+   * void, since the plan it belongs to is no longer the one in force. Undefined: never changes.
+   */
+  readonly epoch?: number;
   close(): Promise<void>;
 }
 
@@ -197,9 +209,24 @@ export class MemoryBudgetStore implements BudgetStore {
       fresh &&
       (budget.gate === undefined || observation.seq > budget.gate.from || budget.gate.resetAt <= now)
     ) {
-      budget.gate = gateOf(observation, budget.seq, budget.inflight.size);
+      budget.gate = gateOf(observation, budget.seq, budget.inflight.size, this.#share);
     }
     return budget.gate === undefined ? { limit: 0, remaining: 0, resetAt: 0 } : quotaOf(budget.gate, budget.seq, now);
+  }
+
+  /**
+   * Starts a key from what the shared store last said of it (the fallback, when Redis goes away): its
+   * pause, and no send before the Reset of the upstream window then in progress. What that window
+   * has left cannot be split safely: this replica's view of it is as old as its last answer, and the
+   * others may have planned since; sharing out a stale Remaining sends into a 429. From the Reset on,
+   * one probe, then this store's share of what the upstream says.
+   */
+  seed(keyId: string, known: { resetAt: number; pausedUntil: number }, now: number): void {
+    const budget = this.#budget(keyId, now);
+    budget.pausedUntil = Math.max(budget.pausedUntil, known.pausedUntil);
+    // No answer replaces it before its Reset: answers still arriving were planned on the shared budget.
+    const from = Number.MAX_SAFE_INTEGER;
+    if (known.resetAt > now) budget.gate = { remaining: 0, resetAt: known.resetAt, base: budget.seq, from, limit: 0 };
   }
 
   async release(keyId: string, seq: number): Promise<void> {
@@ -309,10 +336,11 @@ function isProbeOf(gate: Gate | undefined, seq: number): boolean {
 
 /**
  * The gate an answer sets: its Remaining less the other requests still in flight, which it may not
- * count yet, from the latest reservation on.
+ * count yet, from the latest reservation on; of that, this store's share.
  */
-function gateOf(observation: Observation, seq: number, inflight: number): Gate {
-  const remaining = Math.max(0, observation.remaining - inflight);
+function gateOf(observation: Observation, seq: number, inflight: number, share: number): Gate {
+  // A local share (Redis away): the other replicas may spend the same Remaining, so each takes its part.
+  const remaining = Math.max(0, Math.floor((observation.remaining - inflight) * share));
   return { remaining, resetAt: observation.resetAt, base: seq, from: observation.seq, limit: observation.limit };
 }
 

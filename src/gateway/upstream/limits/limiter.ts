@@ -93,8 +93,9 @@ export type LimiterEvent =
   | { readonly type: 'bottleneckError'; readonly error: unknown };
 
 /**
- * How often a request waiting for another replica's answer asks the shared store again (answers
- * of this process wake it at once). Grows to 800 ms while it waits.
+ * How often a request waiting for another replica's answer asks the shared store again when the
+ * store cannot tell it (answers of this process wake it at once, and so do another replica's when
+ * the store `notifies`). Grows to 800 ms while it waits.
  */
 const SHARED_POLL_MS = 100;
 const SHARED_POLL_MAX_MS = 800;
@@ -156,6 +157,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
         maxQueuedPerClient: 1_000_000,
         now,
       });
+
+  // Another replica's answers wake this one's waiters as its own do.
+  options.store.watch?.((keyId) => changed(keyId));
 
   function remember<V>(map: Map<string, V>, keyId: string, value: V): void {
     if (map.size >= memoSize && !map.has(keyId)) map.delete(map.keys().next().value as string);
@@ -236,9 +240,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
           options.onEvent?.({ type: 'rejected', reason: 'budget' });
           throw rateLimited(Math.max(1, ((await options.store.pausedUntil(call.keyId)) - start) / 1000));
         }
-        // The answer awaited is this process's own (it wakes us) or another replica's (asked again).
+        // The answer awaited is this process's own (it wakes us), or another replica's: told by the
+        // shared store when it can (then up to the probe's time-out), else asked again on a timer.
         const inProcess = (sending.get(call.keyId)?.size ?? 0) > 0;
-        await nextChange(call.keyId, Math.min(inProcess ? deadline - start : poll, deadline - start), call.signal);
+        const told = inProcess || options.store.notifies === true;
+        const untilAnswer = inProcess ? deadline - start : Math.max(1, reservation.retryAt - start);
+        await nextChange(call.keyId, Math.min(told ? untilAnswer : poll, deadline - start), call.signal);
         poll = Math.min(SHARED_POLL_MAX_MS, poll * 2);
         continue;
       }
@@ -310,8 +317,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     waitEnded: () => void,
   ): Promise<Sent> {
     let seq: number;
+    let epoch: number | undefined;
     try {
       seq = await reserve(call, waitingSince, deadline);
+      epoch = options.store.epoch;
     } finally {
       // The next client in turn plans now: planned requests never pile up ahead of a light client.
       endTurn();
@@ -344,6 +353,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
         releaseSlots();
         await release(call.keyId, seq);
         return { kind: 'paused', until: pausedUntil };
+      }
+      // Planned where the budget no longer is (Redis lost or back since): planned again where it is now.
+      // Not released: the store it came from is not the one in force (a rejoin fences what was in flight).
+      if (options.store.epoch !== epoch) {
+        releaseSlots();
+        changed(call.keyId);
+        return { kind: 'paused', until: now() };
       }
       if ((localPauses.get(call.keyId) ?? 0) > now()) options.onEvent?.({ type: 'sentDuringPause' });
       waitEnded();

@@ -1,8 +1,9 @@
 /**
  * The answer store shared by replicas through Redis (answers.ts says what it keeps): entries named
  * by the key's digest, never the key, each expiring by itself in Redis. A flushed or unreachable
- * Redis degrades to the in-process fallback, never to an error. A module of its own so that a
- * gateway without REDIS_URL never loads ioredis (server.ts imports this only with it).
+ * Redis degrades to the in-process fallback, never to an error. A module of its own, loaded only with
+ * a Redis configured. On a Redis Cluster a key's generation and its answers share the key's hash tag,
+ * so the one multi-key command here (MGET) touches one slot; nothing here spans two API keys.
  *
  * Generations in Redis are random tokens, not counters, and a read that finds none sets one: after
  * a flush, a restart without persistence or an expiry, a key's generation is new, never one that
@@ -15,7 +16,7 @@
  */
 
 import { createHash, randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis-connection.js';
 import type { Generation } from '../response.js';
 import {
   type AnswerStore,
@@ -27,7 +28,8 @@ import {
 } from './answers.js';
 
 export interface RedisAnswersOptions {
-  readonly url: string;
+  /** Made by createRedisConnection (one server, Cluster or Sentinel); closed by whoever made it. */
+  readonly connection: RedisConnection;
   readonly prefix?: string;
   /** Used while Redis is unreachable, and for keys written then. */
   readonly fallback: MemoryAnswers;
@@ -52,14 +54,8 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
   const maxEntryBytes = (options.maxBytes ?? DEFAULT_CACHE_BYTES) * LARGEST_SHARE;
   // About 100 bytes each: 1 MB at most.
   const maxPending = options.maxPending ?? 10_000;
-  const redis = new Redis(options.url, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 1_000,
-    commandTimeout: 500,
-    retryStrategy: (attempt) => Math.min(100 * attempt, 1_000),
-  });
-  redis.on('error', () => {});
+  const { connection } = options;
+  const redis = connection.client;
   // One hash tag per API key: a key's generation and its answers in one Redis Cluster slot.
   const generationKey = (keyId: string) => `${prefix}:{${keyId}}:gen`;
   const answerKey = (keyId: string, url: string) =>
@@ -94,8 +90,14 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
 
   /** Every generation dropped: the next read of each key sets a new one (the rare path, after too many pending). */
   async function fenceAll(): Promise<void> {
-    const stream = redis.scanStream({ match: `${prefix}:{*}:gen`, count: 1_000 });
-    for await (const keys of stream as AsyncIterable<string[]>) if (keys.length > 0) await redis.unlink(...keys);
+    // SCAN sees one server's keys: on a Cluster every primary is scanned. The keys of one batch are
+    // of many API keys (many slots), so each is unlinked by itself, which a Cluster routes to its slot.
+    for (const node of connection.primaries()) {
+      const stream = node.scanStream({ match: `${prefix}:{*}:gen`, count: 1_000 });
+      for await (const keys of stream as AsyncIterable<string[]>) {
+        await Promise.all(keys.map((key) => redis.unlink(key)));
+      }
+    }
   }
 
   async function replay(): Promise<void> {
@@ -222,7 +224,6 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
     },
     async close() {
       if (replayTimer !== undefined) clearInterval(replayTimer);
-      redis.disconnect();
       await fallback.close();
     },
   };

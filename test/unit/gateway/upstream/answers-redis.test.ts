@@ -7,6 +7,7 @@
  */
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
 import type { Generation } from '../../../../src/gateway/upstream/response.js';
 import { type AnswerStore, memoryAnswers } from '../../../../src/gateway/upstream/sharing/answers.js';
 import { type RedisAnswersOptions, redisAnswers } from '../../../../src/gateway/upstream/sharing/answers-redis.js';
@@ -36,8 +37,12 @@ async function replicas(
 ): Promise<{ cutOff: AnswerStore; direct: AnswerStore }> {
   const prefix = `answers-unit-${run++}`;
   const make = (url: string) => {
-    const store = redisAnswers({ url, prefix, fallback: memoryAnswers(), ...options });
-    closers.push(() => store.close());
+    const connection = createRedisConnection({ mode: 'single', url, auth: {}, tls: false }, { commandTimeoutMs: 500 });
+    const store = redisAnswers({ connection, prefix, fallback: memoryAnswers(), ...options });
+    closers.push(async () => {
+      await store.close();
+      connection.close();
+    });
     return store;
   };
   const cutOff = make(`redis://127.0.0.1:${proxy.port}`);

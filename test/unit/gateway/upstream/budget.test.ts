@@ -1,11 +1,13 @@
 /**
- * The budget algorithm, run against both of its implementations: the in-process store and the Lua
- * scripts in a real redis-server (started on a free port, stopped by its pid). Times are plain
- * numbers passed in, so each test plays minutes of planning in microseconds.
+ * The budget algorithm, run against each of its stores: the in-process store, and the Lua scripts
+ * in a real redis-server, a real Redis Cluster (3 primaries, 3 replicas) and a real primary behind
+ * 3 sentinels (all on free ports, stopped by their pids). Times are plain numbers passed in, so each
+ * test plays minutes of planning in microseconds.
  */
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RateWindow } from '../../../../src/config.js';
+import { parseConfig, type RedisTarget } from '../../../../src/config.js';
 import { createLogger } from '../../../../src/gateway/observability/logger.js';
 import {
   type BudgetStore,
@@ -14,31 +16,63 @@ import {
   PROBE_MS,
 } from '../../../../src/gateway/upstream/limits/budget.js';
 import { RedisBudgetStore } from '../../../../src/gateway/upstream/limits/budget-redis.js';
-import { type RedisServer, startRedis } from '../../../helpers/redis.js';
+import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
+import {
+  type RedisHa,
+  type RedisServer,
+  startRedis,
+  startRedisCluster,
+  startRedisSentinel,
+} from '../../../helpers/redis.js';
 
 const T = 1_800_000_000_000;
 const FAR = T + 86_400_000;
 const FIVE_PER_SECOND: RateWindow[] = [{ count: 5, windowMs: 1_000 }];
 
 let redis: RedisServer;
+let cluster: RedisHa;
+let sentinel: RedisHa;
 let run = 0;
 beforeAll(async () => {
-  redis = await startRedis();
-});
+  [redis, cluster, sentinel] = await Promise.all([startRedis(), startRedisCluster(), startRedisSentinel()]);
+}, 60_000);
 afterAll(async () => {
-  await redis.stop();
+  await Promise.all([redis?.stop(), cluster?.close(), sentinel?.close()]);
 });
+
+/** A store on a connection of its own to `target`, both closed after the test. */
+function onRedis(target: () => RedisTarget): () => Promise<BudgetStore> {
+  return async () => {
+    const connection = createRedisConnection(target());
+    const store = new RedisBudgetStore({ connection, logger: createLogger('silent'), prefix: `unit-${run++}` });
+    await store.ready();
+    return {
+      ...bound(store),
+      close: async () => {
+        await store.close();
+        connection.close();
+      },
+    };
+  };
+}
+
+/** The store's methods, bound, so a wrapper can replace close(). */
+function bound(store: RedisBudgetStore): BudgetStore {
+  return {
+    reserve: store.reserve.bind(store),
+    observe: store.observe.bind(store),
+    release: store.release.bind(store),
+    pause: store.pause.bind(store),
+    pausedUntil: store.pausedUntil.bind(store),
+    close: store.close.bind(store),
+  };
+}
 
 const implementations: [string, () => Promise<BudgetStore>][] = [
   ['in memory', async () => new MemoryBudgetStore()],
-  [
-    'in Redis',
-    async () => {
-      const store = new RedisBudgetStore({ url: redis.url, logger: createLogger('silent'), prefix: `unit-${run++}` });
-      await store.ready();
-      return store;
-    },
-  ],
+  ['in Redis', onRedis(() => parseConfig({ REDIS_URL: redis.url }).redis as RedisTarget)],
+  ['in a Redis Cluster', onRedis(() => parseConfig(cluster.env).redis as RedisTarget)],
+  ['in Redis behind Sentinel', onRedis(() => parseConfig(sentinel.env).redis as RedisTarget)],
 ];
 
 describe.each(implementations)('the budget %s', (_name, create) => {

@@ -1,0 +1,64 @@
+/**
+ * Credentials in each Redis mode: one server, a Cluster (3+3) and Sentinel (primary, replica, 3
+ * sentinels), real redis-server processes on free ports stopped by their pids, each given a password
+ * once running (CONFIG SET requirepass and masterauth; the sentinels told with SENTINEL SET auth-pass).
+ * With REDIS_PASSWORD the budget store reaches Redis and agrees on the cursor secret; without it the
+ * gateway refuses to start. TLS is not exercised here (it needs certificates made for the test).
+ */
+
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig, type RedisTarget } from '../../src/config.js';
+import { createLogger } from '../../src/gateway/observability/logger.js';
+import { RedisBudgetStore } from '../../src/gateway/upstream/limits/budget-redis.js';
+import { createRedisConnection } from '../../src/gateway/upstream/redis-connection.js';
+import { type RedisHa, type RedisServer, startRedis, startRedisCluster, startRedisSentinel } from '../helpers/redis.js';
+
+const run = promisify(execFile);
+const PASSWORD = 'a-test-password-of-some-length';
+const cli = async (port: number, ...args: string[]) =>
+  (await run('redis-cli', ['-p', String(port), '--no-auth-warning', ...args], { timeout: 5_000 })).stdout.trim();
+
+let single: RedisServer;
+let cluster: RedisHa;
+let sentinel: RedisHa;
+
+beforeAll(async () => {
+  [single, cluster, sentinel] = await Promise.all([startRedis(), startRedisCluster(), startRedisSentinel()]);
+  await cli(single.port, 'CONFIG', 'SET', 'requirepass', PASSWORD);
+  for (const port of [...cluster.dataPorts, ...sentinel.dataPorts]) {
+    await cli(port, 'CONFIG', 'SET', 'masterauth', PASSWORD);
+    await cli(port, 'CONFIG', 'SET', 'requirepass', PASSWORD);
+  }
+  for (const address of (sentinel.env.REDIS_SENTINELS as string).split(',')) {
+    await cli(Number(address.split(':')[1]), 'SENTINEL', 'SET', 'gateway', 'auth-pass', PASSWORD);
+  }
+}, 90_000);
+afterAll(async () => {
+  await Promise.all([single?.stop(), cluster?.close(), sentinel?.close()]);
+});
+
+/** Whether a budget store on `env` reaches Redis (and agrees on a cursor secret) within 3 s. */
+async function reaches(env: Record<string, string>): Promise<boolean> {
+  const connection = createRedisConnection(parseConfig(env).redis as RedisTarget);
+  const store = new RedisBudgetStore({ connection, logger: createLogger('silent'), prefix: 'auth' });
+  try {
+    await store.ready();
+    return (await store.sharedSecret('cursor-secret')) !== undefined && !store.degraded;
+  } finally {
+    await store.close();
+    connection.close();
+  }
+}
+
+describe.each([
+  ['one server', () => ({ REDIS_URL: single.url })],
+  ['a Redis Cluster', () => cluster.env],
+  ['Redis behind Sentinel', () => sentinel.env],
+])('Redis credentials on %s', (_mode, env) => {
+  it('reach Redis with REDIS_PASSWORD, and not without it', async () => {
+    expect(await reaches({ ...env(), REDIS_PASSWORD: PASSWORD })).toBe(true);
+    expect(await reaches(env())).toBe(false);
+  }, 20_000);
+});

@@ -1,0 +1,236 @@
+/**
+ * One budget on a highly available Redis: two gateway replicas on a real Redis Cluster (3 primaries,
+ * 3 replicas), and two on a real primary + replica behind 3 sentinels, all redis-server processes on
+ * free ports stopped by their pids. A load that uses the whole budget (10 per 2 s) runs while the
+ * primary holding the budget key's slot is SIGKILLed: the reference store must see no window over
+ * its limit and no 429; every query after the failover settles is answered with data; cursors of
+ * one replica are accepted by the other and the shared cache serves across them. Nothing is faked.
+ *
+ * It also measures what the budget costs Redis in each mode: commands the primaries ran (INFO
+ * commandstats, script-internal calls included) and commands the gateways sent (counted on the
+ * client, a pipelined MULTI counting each of its commands), per upstream request, over a steady
+ * stretch of the same load before the kill; bounded, so a change that makes waiting requests poll
+ * Redis fails here.
+ */
+
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed, onTestFinished } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import { createLogger } from '../../src/gateway/observability/logger.js';
+import { createGateway, type GatewayHandle } from '../../src/gateway/server.js';
+import { keyIdOf } from '../../src/gateway/shared/key-id.js';
+import type { RequestRecord } from '../../src/petstore/app.js';
+import { demoCatalogue } from '../../src/petstore/seed.js';
+import { type PetstoreHandle, startPetstore } from '../../src/petstore/start.js';
+import { errorCodes, type GqlResponse, gql } from '../helpers/gql.js';
+import { type RedisHa, startRedisCluster, startRedisSentinel } from '../helpers/redis.js';
+import { TEST_KEY } from '../helpers/start-stack.js';
+
+const WINDOW_MS = 2_000;
+const LIMIT = 10;
+const MAX_WAIT_MS = 5_000;
+/** Queries in flight at once: enough to keep the budget spent (each waits its turn). */
+const WORKERS = 6;
+
+/** Commands the gateways send, counted where ioredis hands each to a connection (every mode ends there). */
+let sent = 0;
+const sendCommand = Redis.prototype.sendCommand;
+Redis.prototype.sendCommand = function counted(this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+  sent++;
+  return sendCommand.apply(this, args);
+};
+
+interface Done {
+  readonly startedAt: number;
+  readonly tookMs: number;
+  readonly response: GqlResponse;
+}
+
+const modes: [string, () => Promise<RedisHa>][] = [
+  ['a Redis Cluster', () => startRedisCluster()],
+  ['Redis behind Sentinel', () => startRedisSentinel()],
+];
+
+describe.each(modes)('two replicas on %s', (mode, startHa) => {
+  let ha: RedisHa;
+  let store: PetstoreHandle;
+  const records: RequestRecord[] = [];
+  const gateways: { handle: GatewayHandle; logs: string[] }[] = [];
+  const prefix = `ha-${process.pid}`;
+
+  beforeAll(async () => {
+    ha = await startHa();
+    store = await startPetstore({
+      keys: { [TEST_KEY]: { perMinute: LIMIT, perDay: 1_000_000 } },
+      minuteMs: WINDOW_MS,
+      banThreshold: 5,
+      seed: demoCatalogue(),
+      onRequest: (record) => records.push(record),
+    });
+    const config = parseConfig({
+      PORT: '0',
+      PETSTORE_BASE_URL: store.url,
+      PETSTORE_API_KEY: TEST_KEY,
+      PETSTORE_RATE_LIMITS: `${LIMIT}/${WINDOW_MS / 1_000}s`,
+      PETSTORE_MAX_WAIT: `${MAX_WAIT_MS}ms`,
+      PETSTORE_TIMEOUT: '2s',
+      PETSTORE_CACHE_TTL: '60s',
+      MAX_BUDGET_SHARE: '1',
+      ...ha.env,
+    });
+    for (let i = 0; i < 2; i++) {
+      const logs: string[] = [];
+      const logger = createLogger('debug', { write: (line: string) => void logs.push(line) });
+      gateways.push({ handle: await createGateway(config, { host: '127.0.0.1', redisPrefix: prefix, logger }), logs });
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const { handle } of gateways) await handle.close();
+    await store?.close();
+    await ha?.close();
+  });
+
+  it('keeps 0 violations and 0 upstream 429s with the budget primary SIGKILLed mid-load, and serves every query once it settles', async () => {
+    let next = 0;
+    let running = true;
+    const done: Done[] = [];
+    // Distinct queries (page size and status), so the cache and coalescing save no upstream request.
+    const statuses = ['AVAILABLE', 'PENDING', 'SOLD'];
+    const worker = async (w: number) => {
+      while (running) {
+        const i = next++;
+        const url = (gateways[w % 2] as { handle: GatewayHandle }).handle.url;
+        const query = `{ pets(first: ${(i % 100) + 1}, status: ${statuses[Math.floor(i / 100) % 3]}) { nodes { id } } }`;
+        const startedAt = Date.now();
+        const response = await gql(url, query);
+        done.push({ startedAt, tookMs: Date.now() - startedAt, response });
+      }
+    };
+    const load = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
+    onTestFailed(() => {
+      for (const { logs } of gateways) console.log(logs.filter((line) => line.includes('Redis')).join(''));
+    });
+    onTestFinished(async () => {
+      running = false;
+      await load.catch(() => {});
+    });
+
+    // A steady stretch first: what the budget costs Redis per upstream request.
+    await sleep(1_500);
+    const [callsBefore, sentBefore, upstreamBefore] = [await ha.commandCalls(), sent, records.length];
+    await sleep(4_000);
+    const [callsAfter, sentAfter, upstreamAfter] = [await ha.commandCalls(), sent, records.length];
+    const upstream = upstreamAfter - upstreamBefore;
+    const executed = total(callsAfter) - total(callsBefore);
+    const perRequest = { executed: executed / upstream, sent: (sentAfter - sentBefore) / upstream };
+    console.log(
+      `[${mode}] ${upstream} upstream requests in 4 s: Redis ran ${executed} commands (${perRequest.executed.toFixed(1)} per request: ${describeDelta(callsBefore, callsAfter)}), the gateways sent ${sentAfter - sentBefore} (${perRequest.sent.toFixed(1)} per request)`,
+    );
+
+    // The primary that holds the budget key's slot dies as in a crash.
+    const budgetKey = `${prefix}:{${keyIdOf(TEST_KEY)}}:state`;
+    const primary = await ha.primaryFor(budgetKey);
+    const killedAt = Date.now();
+    await ha.kill(primary);
+    await ha.failedOver(budgetKey, primary);
+    const promotedAt = Date.now();
+    // Settled: every replica plans on the shared budget again.
+    await until(async () => {
+      const ready = await Promise.all(gateways.map(({ handle }) => readiness(handle)));
+      return ready.every((body) => body.redis?.reachable === true);
+    });
+    const settledAt = Date.now();
+    console.log(
+      `[${mode}] failover: new primary ${promotedAt - killedAt} ms after the SIGKILL, both replicas shared again after ${settledAt - killedAt} ms`,
+    );
+    // Long enough that queries begun after it (the ones in flight then wait up to PETSTORE_MAX_WAIT) number a window's worth.
+    await sleep(6_000);
+    running = false;
+    await load;
+
+    expect(upstream).toBeGreaterThanOrEqual(LIMIT * 1.5);
+    // The reference store's fixed windows: none over its limit, no 429 at all.
+    const perWindow = new Map<number, number>();
+    for (const record of records) {
+      const window = Math.floor(record.receivedAt / WINDOW_MS);
+      perWindow.set(window, (perWindow.get(window) ?? 0) + 1);
+    }
+    expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(LIMIT);
+    expect(records.filter((record) => record.status === 429)).toEqual([]);
+    // None hangs: each is answered within its wait and its upstream timeout.
+    expect(Math.max(...done.map((d) => d.tookMs))).toBeLessThan(MAX_WAIT_MS + 2_000 + 1_500);
+    // Around the failover a query may fail, with a code; after it settles every one has its data.
+    const codes = new Set(done.flatMap((d) => errorCodes(d.response)));
+    for (const code of codes) expect(['RATE_LIMITED']).toContain(code);
+    const after = done.filter((d) => d.startedAt >= settledAt);
+    expect(after.length).toBeGreaterThanOrEqual(LIMIT);
+    expect(after.flatMap((d) => errorCodes(d.response))).toEqual([]);
+    expect(after.every((d) => Array.isArray((d.response.body.data?.pets as { nodes?: unknown })?.nodes))).toBe(true);
+    // Told once per replica, and said at /metrics.
+    for (const { handle, logs } of gateways) {
+      expect(logs.filter((line) => line.includes('Redis failed over')).length, handle.url).toBe(1);
+      const metrics = await (await fetch(handle.url.replace('/graphql', '/metrics'))).text();
+      expect(metrics).toMatch(/^petstore_redis_failovers_total 1$/m);
+      expect((await readiness(handle)).redis?.mode).toBe(ha.env.REDIS_CLUSTER_NODES ? 'cluster' : 'sentinel');
+      expect(metrics).toMatch(
+        new RegExp(`^petstore_redis_up\\{mode="${ha.env.REDIS_CLUSTER_NODES ? 'cluster' : 'sentinel'}"\\} 1$`, 'm'),
+      );
+    }
+    // Bounds that fail if waiting requests poll Redis (see docs/operations.md for the measured figures).
+    expect(perRequest.executed).toBeLessThan(50);
+    expect(perRequest.sent).toBeLessThan(12);
+  }, 60_000);
+
+  it('accepts one replica cursors at the other, and serves one replica cached answer at the other', async () => {
+    const [a, b] = gateways.map(({ handle }) => handle.url) as [string, string];
+    const first = await gql(a, '{ pets(first: 2) { nodes { id } pageInfo { endCursor hasNextPage } } }');
+    expect(errorCodes(first)).toEqual([]);
+    const cursor = first.body.data?.pets.pageInfo.endCursor as string;
+    const second = await gql(
+      b,
+      '{ pets(first: 2, after: $after) { nodes { id } } }'.replace('$after', JSON.stringify(cursor)),
+    );
+    expect(errorCodes(second)).toEqual([]);
+    expect(second.body.data?.pets.nodes).toHaveLength(2);
+
+    const query = '{ pets(first: 7) { nodes { id name } } }';
+    const fromA = await gql(a, query);
+    const before = records.length;
+    const fromB = await gql(b, query);
+    expect(records.length).toBe(before);
+    expect(fromB.body.data).toEqual(fromA.body.data);
+  }, 30_000);
+});
+
+function total(calls: Map<string, number>): number {
+  let sum = 0;
+  for (const [name, count] of calls) if (name !== 'info' && name !== 'role') sum += count;
+  return sum;
+}
+
+function describeDelta(before: Map<string, number>, after: Map<string, number>): string {
+  return [...after]
+    .map(([name, count]) => [name, count - (before.get(name) ?? 0)] as const)
+    .filter(([name, delta]) => delta > 0 && name !== 'info' && name !== 'role')
+    .sort((x, y) => y[1] - x[1])
+    .map(([name, delta]) => `${name} ${delta}`)
+    .join(', ');
+}
+
+async function readiness(handle: GatewayHandle): Promise<{ redis?: { mode: string; reachable: boolean } }> {
+  const response = await fetch(handle.url.replace('/graphql', '/ready'));
+  return (await response.json()) as { redis?: { mode: string; reachable: boolean } };
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

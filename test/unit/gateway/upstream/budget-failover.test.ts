@@ -1,0 +1,169 @@
+/**
+ * The Redis budget between replicas: a request waiting on another replica's answer is told of it,
+ * not polling. And across a loss of Redis (an outage, or the seconds of a failover), against a real
+ * redis-server started on a free port and stopped by its pid. One replica reaches Redis through a
+ * TCP proxy on loopback that a test cuts (the one fake: a partition cannot be made otherwise without
+ * root), the other directly. What a replica plans while cut off must not overspend what the replicas
+ * had already spent, and when it is back, what Redis holds (which a failover may have left older than
+ * what happened) is fenced.
+ */
+
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RateWindow, RedisTarget } from '../../../../src/config.js';
+import { createLogger } from '../../../../src/gateway/observability/logger.js';
+import { RedisBudgetStore } from '../../../../src/gateway/upstream/limits/budget-redis.js';
+import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
+import { type RedisServer, startRedis } from '../../../helpers/redis.js';
+import { startTcpProxy, type TcpProxy } from '../../../helpers/tcp-proxy.js';
+
+const TEN_PER_TWO_SECONDS: RateWindow[] = [{ count: 10, windowMs: 2_000 }];
+let redis: RedisServer;
+let proxy: TcpProxy;
+const closers: (() => Promise<void>)[] = [];
+let run = 0;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  proxy = await startTcpProxy({ port: redis.port });
+});
+afterAll(async () => {
+  await proxy?.close();
+  await redis?.stop();
+});
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+  if (partitioned) await heal();
+});
+
+let partitioned = false;
+async function cut(): Promise<void> {
+  await proxy.cut();
+  partitioned = true;
+}
+async function heal(): Promise<void> {
+  await proxy.heal();
+  partitioned = false;
+}
+
+/** Two replicas of one prefix: `cutOff` through the proxy, `direct` straight to Redis; both counted. */
+async function replicas(): Promise<{ cutOff: RedisBudgetStore; direct: RedisBudgetStore }> {
+  const prefix = `failover-unit-${run++}`;
+  const make = (url: string) => {
+    const target: RedisTarget = { mode: 'single', url, auth: {}, tls: false };
+    const connection = createRedisConnection(target);
+    const subscriber = createRedisConnection(target, { offlineQueue: true });
+    const store = new RedisBudgetStore({ connection, subscriber, logger: createLogger('silent'), prefix });
+    closers.push(async () => {
+      await store.close();
+      connection.close();
+      subscriber.close();
+    });
+    return store;
+  };
+  const cutOff = make(`redis://127.0.0.1:${proxy.port}`);
+  const direct = make(redis.url);
+  await cutOff.ready();
+  await direct.ready();
+  await cutOff.ready(); // its heartbeat now counts both
+  expect(cutOff.replicas).toBe(2);
+  return { cutOff, direct };
+}
+
+/** Reserves, sends and answers as an upstream with `remaining` left until `resetAt`. */
+async function send(store: RedisBudgetStore, remaining: number, resetAt: number) {
+  const now = Date.now();
+  const reservation = await store.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100);
+  if (!reservation.ok) return reservation;
+  await store.observe('k', { seq: reservation.seq, limit: 10, remaining, resetAt }, now);
+  return reservation;
+}
+
+/**
+ * How many sends a store plans now (none waiting), up to 20, each answered without rate-limit
+ * headers (what was known stands) so the last few of a window need not go one at a time.
+ */
+async function plannable(store: RedisBudgetStore): Promise<number> {
+  for (let n = 0; n < 20; n++) {
+    const now = Date.now();
+    const reservation = await store.reserve('k', TEN_PER_TWO_SECONDS, now, now);
+    if (!reservation.ok) return n;
+    await store.observe('k', { seq: reservation.seq, limit: 0, remaining: 0, resetAt: 0 }, now);
+  }
+  return 20;
+}
+
+describe('the Redis budget between replicas', () => {
+  it('tells a replica waiting on another one probe of its answer, once it is recorded', async () => {
+    const { cutOff: prober, direct: waiter } = await replicas();
+    const heard: string[] = [];
+    waiter.watch((keyId) => heard.push(keyId));
+    const deadline = Date.now() + 3_000;
+    while (!waiter.notifies && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(waiter.notifies).toBe(true);
+    const now = Date.now();
+    const probe = await prober.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100);
+    expect(probe).toMatchObject({ ok: true });
+    expect(await waiter.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100)).toMatchObject({ ok: false, probing: true });
+    // An answer nobody waits on is not published; this one is, once.
+    await prober.observe(
+      'k',
+      { seq: (probe as { seq: number }).seq, limit: 10, remaining: 9, resetAt: now + 2_000 },
+      now,
+    );
+    while (heard.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(heard).toEqual(['k']);
+    expect(await waiter.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100)).toMatchObject({ ok: true });
+  });
+});
+
+describe('the Redis budget when Redis is lost', () => {
+  it('plans nothing into a window the replicas had spent', async () => {
+    const { cutOff } = await replicas();
+    const resetAt = Date.now() + 3_000;
+    expect(await send(cutOff, 9, resetAt)).toMatchObject({ ok: true });
+    for (let left = 8; left >= 0; left--) expect(await send(cutOff, left, resetAt)).toMatchObject({ ok: true });
+    await cut();
+    // A fresh local budget would send a probe here, into the upstream's spent window: a 429.
+    expect(await plannable(cutOff)).toBe(0);
+    expect(cutOff.degraded).toBe(true);
+  });
+
+  it('plans nothing new before the Reset, however much was left, then its 1/N of the window', async () => {
+    const { cutOff } = await replicas();
+    const resetAt = Date.now() + 400;
+    expect(await send(cutOff, 9, resetAt)).toMatchObject({ ok: true });
+    expect(await send(cutOff, 8, resetAt)).toMatchObject({ ok: true });
+    await cut();
+    // 8 left when this replica last asked; the other may have planned them since.
+    expect(await plannable(cutOff)).toBe(0);
+    // An answer to a send planned on the shared budget does not reopen the window either.
+    await cutOff.observe('k', { seq: 2, limit: 10, remaining: 8, resetAt }, Date.now());
+    expect(await plannable(cutOff)).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, resetAt - Date.now() + 20));
+    // A new window: probes (answered without headers, so each gives way to the next), 5 of 10 for 1 of 2 replicas.
+    expect(await plannable(cutOff)).toBe(5);
+  });
+
+  it('fences the key when it is back: the pause it knows asserted again, the next send one probe', async () => {
+    const { cutOff, direct } = await replicas();
+    const resetAt = Date.now() + 3_000;
+    expect(await send(cutOff, 9, resetAt)).toMatchObject({ ok: true });
+    await cut();
+    // A 429 while cut off: only this replica knows of its pause.
+    const pausedUntil = Date.now() + 1_500;
+    await cutOff.pause('k', pausedUntil, 99);
+    expect(await direct.pausedUntil('k')).toBe(0);
+    await heal();
+    const deadline = Date.now() + 5_000;
+    while (cutOff.degraded && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(cutOff.degraded).toBe(false);
+    expect(await direct.pausedUntil('k')).toBe(pausedUntil);
+    // The gate Redis held (Remaining 9, from before) is dropped: after the pause, one probe, then its answer.
+    const after = pausedUntil + 1;
+    expect(await direct.reserve('k', TEN_PER_TWO_SECONDS, after, after + 10_000)).toMatchObject({ ok: true });
+    expect(await direct.reserve('k', TEN_PER_TWO_SECONDS, after, after + 10_000)).toMatchObject({
+      ok: false,
+      probing: true,
+    });
+  });
+});
