@@ -45,6 +45,8 @@ const SLOW_FIRST = [
   'test/system/many-keys.test.ts',
   'test/system/federation-hive.test.ts',
   'test/system/shutdown.test.ts',
+  'test/system/redis-ha.test.ts',
+  'test/system/redis-auth.test.ts',
   'test/integration/gateway/budget-integrity.test.ts',
   'test/integration/gateway/rate-limits-redis.test.ts',
   'test/integration/gateway/rate-limits.test.ts',

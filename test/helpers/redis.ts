@@ -64,6 +64,9 @@ export async function startRedis(): Promise<RedisServer> {
         dir,
         '--logfile',
         log,
+        // DEBUG SLEEP plays a Redis that stalls without dropping connections (a slow command, a fork).
+        '--enable-debug-command',
+        'local',
       ],
       { cwd: dir, stdio: 'ignore' },
     );

@@ -114,6 +114,40 @@ describe('replicas sharing one budget through Redis', () => {
     expect(records.slice(before).filter((record) => record.status === 429)).toEqual([]);
   }, 40_000);
 
+  // Issue 34 item 6: a slow command (DEBUG SLEEP) times commands out without a disconnect, so the
+  // replicas never saw a reconnect and stayed on their local 1/N share for good, with 0 Redis commands.
+  it('rejoins the shared budget after Redis stalls without dropping the connection (DEBUG SLEEP)', async () => {
+    await startReplicas(2);
+    const running = burst(12);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const ready = async (gateway: GatewayHandle) =>
+      (await (await fetch(new URL('/ready', gateway.url))).json()) as { redis?: { reachable: boolean } };
+    const sleeping = redis.cli('DEBUG', 'SLEEP', '2.5').then((answer) => expect(answer).toBe('OK'));
+    // Both replicas give up on Redis while it sleeps (their commands time out after 1 s)…
+    let states = await Promise.all(gateways.map(ready));
+    const fellBack = new Set<number>();
+    const deadline = Date.now() + 8_000;
+    while ((fellBack.size < 2 || states.some((state) => state.redis?.reachable !== true)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      states = await Promise.all(gateways.map(ready));
+      states.forEach((state, i) => {
+        if (state.redis?.reachable === false) fellBack.add(i);
+      });
+    }
+    await sleeping;
+    expect((await running).flatMap(errorCodes)).toEqual([]);
+    expect(fellBack.size).toBe(2);
+    // …and are back on it within seconds, with the budget on Redis again.
+    expect(states.map((state) => state.redis?.reachable)).toEqual([true, true]);
+    const commands = async () =>
+      Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.cli('INFO', 'commandstats'))?.[1] ?? 0);
+    const before = await commands();
+    const after = await burst(4);
+    expect(after.flatMap(errorCodes)).toEqual([]);
+    expect(await commands()).toBeGreaterThan(before);
+    expect(status429()).toEqual([]);
+  }, 40_000);
+
   it('recovers when Redis restarts in the middle of a burst', async () => {
     await startReplicas(3);
     const running = burst(30);
