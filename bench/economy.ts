@@ -21,8 +21,7 @@ import { createGateway, type GatewayHandle } from '../src/gateway/server.js';
 import type { RequestRecord } from '../src/petstore/app.js';
 import { startPetstore } from '../src/petstore/start.js';
 import type { Pet } from '../src/petstore/store.js';
-import { gql } from '../test/helpers/gql.js';
-import { startRedis } from '../test/helpers/redis.js';
+import { gql, startRedis } from './lib/client.js';
 
 const KEY = 'bench-key';
 const CATALOGUE = 1_000;
@@ -211,8 +210,7 @@ async function fairness(): Promise<string> {
 async function learnedLookups(): Promise<string> {
   const target = await stack({ PETSTORE_CACHE_TTL: '20s' });
   for (let after: string | null = null, more = true; more; ) {
-    type Page = { pets: { pageInfo: { hasNextPage: boolean; endCursor: string | null } } };
-    const response: Awaited<ReturnType<typeof gql<Page>>> = await gql<Page>(
+    const response = await gql(
       target.url,
       'query ($after: String) { pets(first: 100, after: $after) { pageInfo { hasNextPage endCursor } } }',
       { variables: { after } },

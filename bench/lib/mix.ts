@@ -9,12 +9,9 @@
  * store's `Link: rel="next"` URL says (`/v1/pets?limit=L&status=S&after=ID`).
  */
 
-import type { Tool } from './load.js';
 import { stop } from './processes.js';
-import { ONE_CALL } from './runs.js';
 import { startGateway } from './servers.js';
-import type { Form, HttpRequest, PageQuery, Target } from './targets.js';
-import { send } from './targets.js';
+import { type PageQuery, send, type Target } from './targets.js';
 
 const PAGE_SIZES = Array.from({ length: 100 }, (_, index) => index + 1);
 const STATUSES = [undefined, 'available', 'pending', 'sold'];
@@ -24,84 +21,17 @@ const MAX_PAGES_PER_WALK = 1000;
 const CHECK_CONCURRENCY = 8;
 
 /**
- * The mix, walked through a gateway started for the walk on `core` and stopped afterwards: the walk
- * is 1,449 documents never seen again, and a measured gateway that had made it would carry its work
- * (and its heap) into its rows. Its cursors are valid on every gateway of the run (one CURSOR_SECRET).
+ * The mix, walked through a gateway started for the walk and stopped afterwards (a measured gateway
+ * that had made the walk would carry its heap into its rows); its cursors are valid on every
+ * gateway of the run (one CURSOR_SECRET).
  */
 export async function walkMix(core: string, storeUrl: string): Promise<PageQuery[]> {
   const walker = await startGateway(core, storeUrl);
   return collectMix(new URL('/graphql', walker.url).href).finally(() => stop(walker.child));
 }
 
-/**
- * BENCH_WORKLOAD of bench:compare, bench:profile and bench:alloc: `mix` for the distinct mix,
- * `new-keys` for the one-call query with a new API key every time (a client spraying keys the
- * store refuses: each request is a new key's first, so its budget, refusal and error paths), else
- * the one-call query. Both are wrk scripts; without wrk the bench stops here, before it starts anything.
- */
-export type WorkloadName = 'one-call' | 'mix' | 'new-keys';
-
-export function workloadOf(tool: Tool): WorkloadName {
-  const wanted = process.env.BENCH_WORKLOAD ?? 'one-call';
-  if (wanted !== 'one-call' && wanted !== 'mix' && wanted !== 'new-keys') {
-    console.error('BENCH_WORKLOAD: one-call, mix or new-keys');
-    process.exit(2);
-  }
-  if (wanted !== 'one-call' && tool !== 'wrk') {
-    console.error(`BENCH_WORKLOAD=${wanted} needs wrk (apt-get install -y wrk)`);
-    process.exit(2);
-  }
-  return wanted;
-}
-
-/** What a load run sends in turn, as a client sends it, and how a report names it. */
-export interface Workload {
-  readonly pages: readonly PageQuery[];
-  /** The mix with variables, one document per shape of page; the one-call query with literals. */
-  readonly form: Form | undefined;
-  /** Each request with an `Authorization: Bearer` key never sent before. */
-  readonly freshKeys: boolean;
-  /** For the report's command line: `BENCH_WORKLOAD=mix `, `BENCH_WORKLOAD=new-keys ` or nothing. */
-  readonly setting: string;
-  readonly description: string;
-}
-
-export async function loadWorkload(name: WorkloadName, core: string, storeUrl: string): Promise<Workload> {
-  if (name === 'new-keys') {
-    return {
-      pages: [ONE_CALL],
-      form: undefined,
-      freshKeys: true,
-      setting: 'BENCH_WORKLOAD=new-keys ',
-      description: 'the one-call query, each with a new API key the store refuses',
-    };
-  }
-  if (name === 'one-call') {
-    return { pages: [ONE_CALL], form: undefined, freshKeys: false, setting: '', description: 'the one-call query' };
-  }
-  const pages = await walkMix(core, storeUrl);
-  return {
-    pages,
-    form: 'variables',
-    freshKeys: false,
-    setting: 'BENCH_WORKLOAD=mix ',
-    description: `the distinct mix (${pages.length} pages)`,
-  };
-}
-
-/** The requests a load run sends to `target` for `workload`. */
-export function requestsOf(workload: Workload, target: Target): HttpRequest[] {
-  return workload.pages.map((page) => ({
-    ...target.request(page, workload.form),
-    ...(workload.freshKeys ? { freshKey: true as const } : {}),
-  }));
-}
-
-/**
- * Walks every page of every (size, status) through the gateway at `url`, several walks at a time
- * (each walk is sequential: a page's cursor comes from the page before), collecting each page's query.
- */
-export async function collectMix(url: string): Promise<PageQuery[]> {
+/** Every page of every (size, status) through the gateway at `url`, several walks at a time. */
+async function collectMix(url: string): Promise<PageQuery[]> {
   const walks = STATUSES.flatMap((status) => PAGE_SIZES.map((limit) => ({ limit, status })));
   const walked: PageQuery[][] = [];
   let next = 0;
@@ -184,10 +114,9 @@ export interface MixCheck {
 }
 
 /**
- * Sends every page of the mix to `target` once (a few at a time) and compares the pets' ids with
- * the store's own answer (`expected`, from the REST target): a target that cannot express the mix
- * fails here, not silently in the load run. A target that returns the right pets but rounds int64
- * ids to doubles still serves the same pages: that is reported, not counted as a mismatch.
+ * Sends every page of the mix to `target` once and compares the pets' ids with the store's own
+ * answer (`expected`): a target that cannot express the mix fails here, not silently under load.
+ * One that rounds int64 ids to doubles still serves the same pages: reported, not a mismatch.
  */
 export async function checkMix(
   target: Target,

@@ -85,26 +85,23 @@ type Pet {
 `;
 }
 
-/** Writes a config for `storeUrl` into `dir` and starts Tailcall on it, pinned to `core`, under `wrapper` if given. */
+/** Writes a config for `storeUrl` into `dir` and starts Tailcall on it, pinned to `core`. */
 export async function startTailcall(
   core: string,
   storeUrl: string,
   key: string,
   dedupe: boolean,
   dir: string,
-  wrapper: readonly string[] = [],
 ): Promise<Peer> {
   const port = await freePort();
   const name = dedupe ? 'tailcall-dedupe' : 'tailcall';
   const config = join(dir, `${name}.graphql`);
   writeFileSync(config, tailcallConfig({ port, storeUrl, key, dedupe }));
-  const child = pinned(
-    core,
-    TAILCALL_BIN,
-    ['start', config],
-    { cwd: dir, env: tailcallEnv(dir), stdio: ['ignore', 'pipe', 'pipe'] },
-    wrapper,
-  );
+  const child = pinned(core, TAILCALL_BIN, ['start', config], {
+    cwd: dir,
+    env: tailcallEnv(dir),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const log = join(dir, `${name}.log`);
   logTo(child, log);
   return { child, url: `http://127.0.0.1:${port}/graphql`, pid: child.pid as number, log };

@@ -1,8 +1,7 @@
 /**
  * The ways of asking for one page of pets that `npm run bench:throughput` compares: REST on the
- * store, this gateway, Tailcall and GraphQL Mesh. Each target turns the same page (size, status
- * filter, position) into its own request and reads the pets back out of its own answer, so every
- * workload is expressed once and checked the same way on all of them.
+ * store, this gateway, Tailcall and GraphQL Mesh. Each target turns the same page into its own
+ * request and reads the pets back out of its own answer, so every workload is checked the same way.
  */
 
 import { isLosslessNumber, parse } from 'lossless-json';
@@ -19,6 +18,9 @@ export interface PageQuery {
   readonly after?: { readonly id: string; readonly cursor: string } | undefined;
 }
 
+/** The same page of 20 pets every time: the one-call workload, and the health check between runs. */
+export const ONE_CALL: PageQuery = { limit: 20 };
+
 /** How a GraphQL request carries its arguments: inline, or in one document with variables. */
 export type Form = 'literal' | 'variables';
 
@@ -28,8 +30,6 @@ export interface HttpRequest {
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body?: string | undefined;
-  /** Sent with a new `Authorization: Bearer` key each time (wrk only): a client spraying keys. */
-  readonly freshKey?: true;
 }
 
 export interface Target {
@@ -66,11 +66,8 @@ export function restTarget(name: string, storeUrl: string, key: string, pid: num
   };
 }
 
-/**
- * This gateway: `pets(first:, status:, after:)` with the cursor it handed out itself. The floors
- * (bench/lib/floor.ts) take the same query with `after: ID`, the store's own pet id.
- */
-export function gatewayTarget(name: string, url: string, pid: number, after: 'cursor' | 'id' = 'cursor'): Target {
+/** This gateway: `pets(first:, status:, after:)` with the cursor it handed out itself. */
+export function gatewayTarget(name: string, url: string, pid: number): Target {
   const endpoint = new URL(url);
   return {
     name,
@@ -80,9 +77,7 @@ export function gatewayTarget(name: string, url: string, pid: number, after: 'cu
       graphqlPost(endpoint, form, 'pets', '{ nodes { id name status } }', [
         { name: 'first', type: 'Int!', value: page.limit, literal: String(page.limit) },
         { name: 'status', type: 'PetStatus', value: page.status?.toUpperCase(), literal: page.status?.toUpperCase() },
-        after === 'cursor'
-          ? { name: 'after', type: 'String', value: page.after?.cursor, literal: quoted(page.after?.cursor) }
-          : { name: 'after', type: 'ID', value: page.after?.id, literal: quoted(page.after?.id) },
+        { name: 'after', type: 'String', value: page.after?.cursor, literal: quoted(page.after?.cursor) },
       ]),
     ids: (body) => idsOf(dataOf(body)?.pets?.nodes),
   };
