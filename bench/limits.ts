@@ -5,8 +5,8 @@
  *     the store (bench/store.ts) on core 0, queries paced open-loop at 80% of the plan's rate from
  *     this process (each its own upstream request: coalescing off, no cache), on the business plan
  *     (1,000/min), an enterprise plan of 100/1s, and with PETSTORE_RATE_LIMITS=off. With
- *     BENCH_BASELINE=<git ref> the same load runs against that ref too, built in a temporary git
- *     worktree (node_modules linked to ours), the two interleaved in BENCH_SLICES slices of
+ *     BENCH_BASELINE=<git ref>[,<ref>…] the same load runs against each ref too, built in a temporary
+ *     git worktree (node_modules linked to ours), all interleaved in BENCH_SLICES slices of
  *     BENCH_SLICE seconds each (default 4 × 10 s), so both see the same machine. p50/p99 per build.
  * (2) Overload. The free plan's shape scaled from minutes to seconds (60 requests per 1 s window)
  *     at twice that rate for BENCH_SECONDS (10), in process, through one gateway and through three
@@ -19,15 +19,12 @@ import { existsSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseConfig } from '../src/config.js';
-import { createGateway, type GatewayHandle } from '../src/gateway/server.js';
-import type { RequestRecord } from '../src/petstore/app.js';
-import { startPetstore } from '../src/petstore/start.js';
 import { gql, startRedis } from './lib/client.js';
 import { setting } from './lib/load.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, stop, stopAll } from './lib/processes.js';
-import { median, table } from './lib/report.js';
 import { startGateway, startStore } from './lib/servers.js';
+import { sleep, stack } from './lib/stack.js';
+import { median, table } from './lib/text.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BASELINE = process.env.BENCH_BASELINE;
@@ -35,7 +32,12 @@ const SLICES = setting('BENCH_SLICES', 4);
 const SLICE_S = setting('BENCH_SLICE', 10);
 /** Each request asks for another page size, so none is shared with another in flight. */
 const query = (i: number) => `{ pets(first: ${(i % 100) + 1}) { nodes { id } } }`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+/** `0`, or the count with the codes: `12 (RATE_LIMITED 12)`. */
+function failures(codes: string[]): string {
+  const counts = new Map<string, number>();
+  for (const code of codes) counts.set(code, (counts.get(code) ?? 0) + 1);
+  return codes.length === 0 ? '0' : `${codes.length} (${[...counts].map(([code, n]) => `${code} ${n}`).join(', ')})`;
+}
 const percentile = (sorted: readonly number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
 
@@ -54,27 +56,24 @@ function buildRef(ref: string): { root: string; remove(): void } {
   return { root, remove };
 }
 
-/** `perSecond` queries a second for `seconds`, open loop; the latency of each one answered with data. */
-async function paced(url: string, perSecond: number, seconds: number, into: number[], failed: { n: number }) {
+/** `perSecond` queries a second for `seconds`, open loop: the latency of each answered with data, the codes of the rest. */
+async function paced(url: string, perSecond: number, seconds: number, into: number[], failed: string[]) {
   const started = performance.now();
   const pending: Promise<void>[] = [];
   for (let i = 0; i < perSecond * seconds; i++) {
     await sleep(started + (i * 1000) / perSecond - performance.now());
     const sent = performance.now();
+    const answer = gql(url, query(i)).then((r) => r.body.errors?.[0]?.extensions?.code ?? 'data', String);
     pending.push(
-      gql(url, query(i)).then(
-        (r) => (r.body.errors === undefined ? void into.push(performance.now() - sent) : void failed.n++),
-        () => void failed.n++,
-      ),
+      answer.then((code) => void (code === 'data' ? into.push(performance.now() - sent) : failed.push(String(code)))),
     );
   }
   await Promise.all(pending);
 }
 
 async function latency(): Promise<string> {
-  const baseline = BASELINE === undefined ? undefined : buildRef(BASELINE);
-  const builds = [{ name: 'this build', root: ROOT }];
-  if (baseline) builds.push({ name: BASELINE as string, root: baseline.root });
+  const baselines = (BASELINE?.split(',') ?? []).filter(Boolean).map((ref) => ({ name: ref, ...buildRef(ref) }));
+  const builds = [{ name: 'this build', root: ROOT }, ...baselines];
   const plans: { name: string; rate: number; settings: Record<string, string> }[] = [
     {
       name: 'business (1,000/min)',
@@ -102,10 +101,10 @@ async function latency(): Promise<string> {
           served,
           url: new URL('/graphql', served.url).href,
           ms: [] as number[],
-          failed: { n: 0 },
+          failed: [] as string[],
         });
       }
-      for (const g of gateways) await paced(g.url, perSecond, 2, [], { n: 0 }); // warm-up
+      for (const g of gateways) await paced(g.url, perSecond, 2, [], []); // warm-up
       for (let slice = 0; slice < SLICES; slice++) {
         for (const g of slice % 2 ? [...gateways].reverse() : gateways) {
           await paced(g.url, perSecond, SLICE_S, g.ms, g.failed);
@@ -113,50 +112,37 @@ async function latency(): Promise<string> {
       }
       for (const g of gateways) {
         const sorted = [...g.ms].sort((a, b) => a - b);
-        rows.push([plan.name, `${perSecond}/s`, g.build.name, String(sorted.length), String(g.failed.n)]);
+        rows.push([plan.name, `${perSecond}/s`, g.build.name, String(sorted.length), failures(g.failed)]);
         rows[rows.length - 1]?.push(median(sorted).toFixed(2), percentile(sorted, 0.99).toFixed(2));
         await stop(g.served.child);
       }
-      const [ours, theirs] = rows.slice(-2);
-      if (gateways.length === 2 && ours && theirs) {
-        const diff = (i: number) => (Number(ours[i]) - Number(theirs[i])).toFixed(2);
-        rows.push([plan.name, '', '**difference**', '', '', `**${diff(5)}**`, `**${diff(6)}**`]);
+      const [ours, ...theirs] = rows.slice(-gateways.length);
+      for (const other of ours ? theirs : []) {
+        const diff = (i: number) => `**${(Number(ours?.[i]) - Number(other[i])).toFixed(2)}**`;
+        rows.push([plan.name, '', `this build − ${other[2]}`, '', '', diff(5), diff(6)]);
       }
     }
   } finally {
     await stopAll();
-    baseline?.remove();
+    for (const baseline of baselines) baseline.remove();
   }
   const head = ['plan', 'offered', 'build', 'answered', 'failed', 'p50 ms', 'p99 ms'];
   return `(1) Latency at 80% of the plan's rate, open loop, ${SLICES} × ${SLICE_S} s per build${BASELINE ? `, interleaved with ${BASELINE}` : ''}:\n\n${table(head, rows)}`;
 }
 
-const KEY = 'bench-key';
 const LIMIT = 60; // per window: the free plan's 60 a minute…
 const WINDOW_MS = 1_000; // …with the minute scaled to a second
 const SECONDS = setting('BENCH_SECONDS', 10);
 
-async function overload(setup: string, replicas: number, redisUrl?: string): Promise<string[]> {
-  const records: RequestRecord[] = [];
-  const store = await startPetstore({
-    keys: { [KEY]: { perMinute: LIMIT, perDay: 1_000_000 } },
-    minuteMs: WINDOW_MS,
-    onRequest: (record) => records.push(record),
-  });
-  const config = parseConfig({
-    PORT: '0',
-    PETSTORE_BASE_URL: store.url,
-    PETSTORE_API_KEY: KEY,
+async function overload(setup: string, replicas: number, redisUrl?: string): Promise<unknown[]> {
+  const env: Record<string, string> = {
     PETSTORE_RATE_LIMITS: `${LIMIT}/1s`,
     PETSTORE_MAX_WAIT: '2s',
     // Joining identical queries in flight would serve some without budget: the limiter alone here.
     PETSTORE_COALESCE: 'false',
-    LOG_LEVEL: 'silent',
     ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
-  });
-  const gateways: GatewayHandle[] = [];
-  const redisPrefix = `bench-${process.pid}-${replicas}`;
-  for (let i = 0; i < replicas; i++) gateways.push(await createGateway(config, { host: '127.0.0.1', redisPrefix }));
+  };
+  const target = await stack(env, { replicas, perWindow: LIMIT, windowMs: WINDOW_MS });
   // Start on a window boundary so the budget of the run is exactly SECONDS windows.
   await sleep(WINDOW_MS - (Date.now() % WINDOW_MS));
   const start = Date.now();
@@ -164,24 +150,16 @@ async function overload(setup: string, replicas: number, redisUrl?: string): Pro
   const pending: Promise<unknown>[] = [];
   for (let i = 0; i < offered; i++) {
     await sleep(start + (i * SECONDS * 1_000) / offered - Date.now());
-    const gateway = gateways[i % replicas] as GatewayHandle;
-    pending.push(gql(gateway.url, query(i)).then((r) => r.body.errors?.[0]?.extensions?.code ?? 'ok'));
+    pending.push(gql(target.nextUrl(), query(i)).then((r) => r.body.errors?.[0]?.extensions?.code ?? 'ok'));
   }
   const outcomes = await Promise.all(pending);
+  await target.close();
+  const records = target.records;
   const inRun = records.filter((r) => r.receivedAt >= start && r.receivedAt < start + SECONDS * 1_000);
-  await Promise.all(gateways.map((gateway) => gateway.close()));
-  await store.close();
-  const count = (code: string) => String(outcomes.filter((outcome) => outcome === code).length);
+  const count = (code: string) => outcomes.filter((outcome) => outcome === code).length;
   const budget = (inRun.filter((r) => r.status === 200).length / (SECONDS * LIMIT)) * 100;
   const upstream429 = records.filter((r) => r.status === 429).length;
-  return [
-    setup,
-    String(offered),
-    count('ok'),
-    count('RATE_LIMITED'),
-    String(records.length),
-    String(upstream429),
-  ].concat(`${budget.toFixed(1)}%`);
+  return [setup, offered, count('ok'), count('RATE_LIMITED'), records.length, upstream429, `${budget.toFixed(1)}%`];
 }
 
 pinSelf(LOAD_CORE);

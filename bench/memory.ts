@@ -17,9 +17,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, requireWrk, setting } from './lib/load.js';
 import { LOAD_CORE, peakRss, pinSelf, rssMb, SERVER_CORE, stop, stopAll } from './lib/processes.js';
-import { table } from './lib/report.js';
 import { startGateway, startStore } from './lib/servers.js';
 import { gatewayTarget, ONE_CALL } from './lib/targets.js';
+import { table } from './lib/text.js';
 
 const DURATION_S = setting('BENCH_DURATION', 10);
 const CONNECTIONS = 200;
