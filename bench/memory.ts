@@ -52,7 +52,7 @@ pinSelf(LOAD_CORE);
 const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'));
 const rows: string[][] = [];
 try {
-  const store = await startStore(LOAD_CORE);
+  const store = await startStore();
   for (const node of [process.execPath, node24()]) {
     const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
     for (const options of OPTIONS) {
@@ -92,3 +92,5 @@ console.log(
   `Command: \`npm run bench:memory\`: the one-call query from ${CONNECTIONS} connections, ${DURATION_S} s after a 5 s warm-up; then ${REFUSED_KEYS.toLocaleString('en-US')} refused keys.\n`,
 );
 console.log(table([...head, `RSS after ${REFUSED_KEYS.toLocaleString('en-US')} refused keys MB`], rows));
+// The store runs in this process: exit, and the 'exit' handler stops every child left.
+process.exit(0);

@@ -81,7 +81,7 @@ const SECONDS = setting('BENCH_DURATION', 10);
 const KEEP = process.env.BENCH_PROFILE_DIR || undefined;
 const mix = process.env.BENCH_WORKLOAD === 'mix';
 try {
-  const store = await startStore(LOAD_CORE);
+  const store = await startStore();
   const pages: PageQuery[] = mix ? await walkMix(SERVER_CORE, store.url) : [ONE_CALL];
   console.log(
     `Command: \`${mix ? 'BENCH_WORKLOAD=mix ' : ''}npm run bench:profile\`: ${mix ? `the distinct mix (${pages.length} pages)` : 'the one-call query'}, ` +
@@ -119,3 +119,5 @@ try {
 } finally {
   await stopAll();
 }
+// The store runs in this process: exit, and the 'exit' handler stops every child left.
+process.exit(0);

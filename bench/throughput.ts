@@ -22,7 +22,7 @@ import { load, requireWrk, setting } from './lib/load.js';
 import { checkMix, meanPageSize, walkMix } from './lib/mix.js';
 import { meshSkipped, startMesh, startTailcall, tailcallSkipped } from './lib/peers.js';
 import { LOAD_CORE, peakRss, pinSelf, rssMb, SERVER_CORE, stopAll } from './lib/processes.js';
-import { BENCH_KEY, startGateway, startStore, storeCounts } from './lib/servers.js';
+import { BENCH_KEY, startGateway, startStore } from './lib/servers.js';
 import { gatewayTarget, meshTarget, ONE_CALL, restTarget, send, type Target, tailcallTarget } from './lib/targets.js';
 import { median, table } from './lib/text.js';
 
@@ -64,7 +64,7 @@ async function measure(
   name: string,
   targets: Target[],
   pages: (typeof ONE_CALL)[],
-  store: { child: any },
+  store: { counts(): { requests: number; notOk: number } },
   dir: string,
 ) {
   const requests = (t: Target) => pages.map((page) => t.request(page, pages.length > 1 ? 'variables' : undefined));
@@ -77,9 +77,9 @@ async function measure(
   for (let round = 1; round <= ROUNDS; round++) {
     for (const [index, target] of targets.entries()) {
       if (REWARM_S > 0) await run(target, REWARM_S);
-      const before = await storeCounts(store.child);
+      const before = store.counts();
       const m = await run(target, DURATION_S);
-      const after = await storeCounts(store.child);
+      const after = store.counts();
       if (after.notOk > before.notOk)
         throw new Error(`${target.name}: the store refused ${after.notOk - before.notOk}`);
       const upstream = (after.requests - before.requests) / m.requests;
@@ -103,7 +103,7 @@ async function main(dir: string): Promise<string> {
   pinSelf(LOAD_CORE);
   const loadAtStart = loadavg().map((value) => value.toFixed(2));
   const notes: string[] = [];
-  const store = await startStore(LOAD_CORE);
+  const store = await startStore();
   const targets: Target[] = [restTarget(ROW.rest, store.url, BENCH_KEY, store.pid)];
   const tailcall = tailcallSkipped(dir);
   for (const dedupe of tailcall === undefined ? [true, false] : []) {
@@ -135,6 +135,10 @@ async function main(dir: string): Promise<string> {
   const mix = await measure('mix', able, pages, store, dir);
   for (const row of oneCall) {
     progress(`memory: ${RSS_CONNECTIONS} connections: ${row.target.name}`);
+    if (row.target.pid === process.pid) {
+      row.cells.push('–', '–'); // the store shares this process with the bench
+      continue;
+    }
     const idle = rssMb(row.target.pid);
     const run = () =>
       load(row.target, [row.target.request(ONE_CALL)], { dir, connections: RSS_CONNECTIONS, seconds: 5 });
@@ -184,3 +188,5 @@ try {
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
 }
+// The store runs in this process: exit, and the 'exit' handler stops every child left.
+process.exit(0);

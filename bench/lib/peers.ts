@@ -8,10 +8,10 @@
  */
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, logTo, pinned } from './processes.js';
+import { freePort, pinned } from './processes.js';
 
 const BENCH = fileURLToPath(new URL('..', import.meta.url));
 const MESH_DIR = join(BENCH, 'mesh');
@@ -80,9 +80,13 @@ type Query {
 type Pet { id: ID! name: String! status: String }
 `,
   );
-  const child = pinned(core, TAILCALL_BIN, ['start', config], { cwd: dir, env: tailcallEnv(dir), stdio: 'pipe' });
   const log = join(dir, `${name}.log`);
-  logTo(child, log);
+  const out = openSync(log, 'a');
+  const child = pinned(core, TAILCALL_BIN, ['start', config], {
+    cwd: dir,
+    env: tailcallEnv(dir),
+    stdio: ['ignore', out, out],
+  });
   return { url: `http://127.0.0.1:${port}/graphql`, pid: child.pid as number, log } satisfies Peer;
 }
 
@@ -101,8 +105,8 @@ export async function startMesh(core: string, storeUrl: string, key: string, dir
   // cwd is the scratch folder, so Hive Gateway serves the supergraph alone (not mesh.config.ts).
   const args = [HIVE_BIN, 'supergraph', supergraph, '--port', String(port), '--host', '127.0.0.1', '--fork', '1'];
   const env = { ...process.env, NODE_ENV: 'production', TOKEN: key };
-  const hive = pinned(core, process.execPath, args, { cwd: dir, env, stdio: 'pipe' });
   const log = join(dir, 'hive-gateway.log');
-  logTo(hive, log);
+  const out = openSync(log, 'a');
+  const hive = pinned(core, process.execPath, args, { cwd: dir, env, stdio: ['ignore', out, out] });
   return { url: `http://127.0.0.1:${port}/graphql`, pid: hive.pid as number, log };
 }

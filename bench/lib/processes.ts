@@ -1,11 +1,10 @@
 /**
- * The processes of a bench: every server and load run is a child pinned to a core with taskset,
- * remembered here so that all of them are stopped by their own pid however the bench ends; and
- * what /proc says of one (CPU time, resident set).
+ * The processes of a bench: every server is a child pinned to a core with taskset, remembered here
+ * so that all of them are stopped by their own pid however the bench ends; what /proc says of one.
  */
 
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /** The load tool, the reference store and the bench itself. */
@@ -35,49 +34,24 @@ export function stop(child: ChildProcess): Promise<void> {
   if (!running(child)) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
+    child.once('exit', () => resolve(clearTimeout(force)));
     child.kill('SIGTERM');
   });
 }
 
-export const stopAll = async (): Promise<void> => void (await Promise.all(children.filter(running).map(stop)));
-
-// However the bench ends, its children end with it.
+export const stopAll = async (): Promise<void> => void (await Promise.all(children.map(stop)));
 process.on('exit', () => {
   for (const child of children) if (running(child)) child.kill('SIGTERM');
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
-/** Appends the child's stdout and stderr to `file`, shown only if the server never answers. */
-export function logTo(child: ChildProcess, file: string): void {
-  for (const stream of [child.stdout, child.stderr]) stream?.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
-}
-
-/** A child's stdout once it exits; a non-zero exit is an error carrying that output. */
-export function outputOf(child: ChildProcess): Promise<string> {
-  let out = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    out += chunk.toString('utf8');
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`${child.spawnargs.join(' ')}: ${out}`)),
-    );
-  });
-}
-
 /** A loopback port nobody listens on right now (for servers that cannot listen on port 0 and say where). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
+    const server = createServer().once('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
     });
   });
 }
@@ -93,10 +67,8 @@ export function cpuSeconds(pid: number): number {
 }
 
 /** Resident set of process `pid` in MB (/proc/PID/status VmRSS). */
-export function rssMb(pid: number): number {
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : 0;
-}
+export const rssMb = (pid: number): number =>
+  Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 /** Peak resident set of `pid` (sampled every 100 ms) while `work` runs. */
 export async function peakRss(pid: number, work: () => Promise<unknown>): Promise<number> {
@@ -104,10 +76,6 @@ export async function peakRss(pid: number, work: () => Promise<unknown>): Promis
   const sampler = setInterval(() => {
     peak = Math.max(peak, rssMb(pid));
   }, 100);
-  try {
-    await work();
-  } finally {
-    clearInterval(sampler);
-  }
+  await work().finally(() => clearInterval(sampler));
   return Math.max(peak, rssMb(pid));
 }

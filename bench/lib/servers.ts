@@ -1,57 +1,39 @@
 /**
- * This project's servers for the load benches, each a process pinned to a core: the reference store
- * (bench/store.ts, which counts the requests it serves) and the gateway as `npm start` runs it
- * (`node --max-old-space-size=256 dist/main.js`), or another build or Node with other flags.
+ * This project's servers for the load benches: the reference store, and the gateway as `npm start`
+ * runs it (`node --max-old-space-size=256 dist/main.js`) pinned to a core, or another build's, or on
+ * another Node.
  */
 
-import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { demoCatalogue } from '../../src/petstore/seed.js';
+import { startPetstore } from '../../src/petstore/start.js';
 import { pinned } from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
 /** The store's key (limits no run reaches); not a secret. */
 export const BENCH_KEY = 'k';
 
-export interface Served {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly pid: number;
-}
-
-/** The reference store with the demo catalogue (121 pets) and BENCH_KEY, pinned to `core`. */
-export async function startStore(core: string): Promise<Served> {
-  const child = pinned(core, process.execPath, ['--import', 'tsx', 'bench/store.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'production' },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+/**
+ * The reference store with the demo catalogue (121 pets) and BENCH_KEY, in this process (pinned with
+ * it to the load core), counting the requests it serves and how many were not 200.
+ */
+export async function startStore() {
+  const counts = { requests: 0, notOk: 0 };
+  const store = await startPetstore({
+    keys: { [BENCH_KEY]: { perMinute: 1e9, perDay: 1e12 } },
+    seed: demoCatalogue(),
+    onRequest: (record) => {
+      counts.requests++;
+      if (record.status !== 200) counts.notOk++;
+    },
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the store exited with ${code}`)));
-    child.on('message', (message: { type?: string; url?: string }) => {
-      if (message?.type === 'ready' && message.url) resolve(message.url);
-    });
-  });
-  return { child, url, pid: child.pid as number };
-}
-
-/** Requests the store has answered since it started, and of those the ones that were not 200. */
-export function storeCounts(store: ChildProcess): Promise<{ requests: number; notOk: number }> {
-  return new Promise((resolve) => {
-    const onMessage = (message: { type?: string; requests: number; notOk: number }): void => {
-      if (message?.type !== 'count') return;
-      store.off('message', onMessage);
-      resolve(message);
-    };
-    store.on('message', onMessage);
-    store.send({ type: 'count' });
-  });
+  return { url: store.url, pid: process.pid, counts: () => ({ ...counts }), close: store.close };
 }
 
 export interface GatewayOptions {
-  /** Environment settings on top of the bench's (rate limits off, the store, its key). */
+  /** Environment settings on top of the bench's (rate limits off, the store and its key). */
   readonly settings?: Record<string, string>;
-  /** Flags before the entry point (the profiler's); the heap cap of `npm start` comes first. */
+  /** Flags after the heap cap of `npm start` (the profiler's). */
   readonly nodeArgs?: readonly string[];
   /** The node binary (another Node line, for bench:memory). */
   readonly node?: string;
@@ -60,7 +42,7 @@ export interface GatewayOptions {
 }
 
 /** The gateway in front of `storeUrl`, pinned to `core`, once it prints its ready line. */
-export async function startGateway(core: string, storeUrl: string, options: GatewayOptions = {}): Promise<Served> {
+export async function startGateway(core: string, storeUrl: string, options: GatewayOptions = {}) {
   const args = ['--max-old-space-size=256', ...(options.nodeArgs ?? []), 'dist/main.js'];
   const child = pinned(core, options.node ?? process.execPath, args, {
     cwd: options.root ?? ROOT,
@@ -84,12 +66,10 @@ export async function startGateway(core: string, storeUrl: string, options: Gate
     let out = '';
     child.once('exit', (code) => reject(new Error(`the gateway exited with ${code}: ${out.slice(-500)}`)));
     child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString('utf8');
-      const ready = / ready at (\S+)/.exec(out);
-      if (ready?.[1]) resolve(ready[1]);
+      out = (out + chunk.toString('utf8')).slice(-2000);
+      const ready = / ready at (\S+)/.exec(out)?.[1];
+      if (ready) resolve(ready);
     });
   });
-  // Keep reading, or a full pipe would block the gateway's logging.
-  child.stdout?.resume();
   return { child, url, pid: child.pid as number };
 }
