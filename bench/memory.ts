@@ -8,7 +8,7 @@
  * in this process on core 0. wrk sends the one-call query from 200 connections: a 5 s warm-up, then
  * BENCH_ROUNDS (3) runs of BENCH_DURATION (10) s interleaved across the settings (medians of req/s
  * and p99, the highest RSS sampled every 100 ms). Last, 5,000 requests each with an API key never
- * seen before, which the store refuses (401): what the refused-keys memory adds, 2 s after.
+ * seen before, which the store refuses (401): the RSS 2 s after.
  */
 
 import { execFileSync } from 'node:child_process';
@@ -73,6 +73,7 @@ for (let round = 1; round <= ROUNDS; round++) {
       result = await run(subject, DURATION_S);
     });
     subject.peak = Math.max(subject.peak, peak);
+    if (result?.errors) throw new Error(`${subject.version} ${subject.flags}: ${result.errors} errors`);
     subject.runs.push([result?.rps ?? 0, result?.p99Ms ?? 0]);
     process.stderr.write(
       `round ${round}: ${subject.version} ${subject.flags}: ${result?.rps.toFixed(0)} req/s, ${peak.toFixed(0)} MB\n`,
@@ -81,21 +82,20 @@ for (let round = 1; round <= ROUNDS; round++) {
 }
 const rows = [];
 for (const subject of subjects) {
-  const before = rssMb(subject.served.pid);
   await refusedKeys(subject.served.url, REFUSED_KEYS);
   await new Promise((resolve) => setTimeout(resolve, 2_000));
-  const grown = rssMb(subject.served.pid) - before;
+  const refused = rssMb(subject.served.pid);
   await stop(subject.served.child);
   const of = (column: number) => median(subject.runs.map((r) => r[column] as number));
   const rps = Math.round(of(0)).toLocaleString('en-US');
   const rss = [subject.started, subject.peak].map((mb) => mb.toFixed(0));
-  rows.push([subject.version, `\`${subject.flags}\``, rps, of(1).toFixed(1), ...rss, `+${grown.toFixed(0)}`]);
+  rows.push([subject.version, `\`${subject.flags}\``, rps, of(1).toFixed(1), ...rss, refused.toFixed(0)]);
 }
 await stopAll();
 const head = ['Node', 'flags', `req/s at ${CONNECTIONS}`, 'p99 ms', 'RSS started MB', `peak RSS MB at ${CONNECTIONS}`];
 console.log(
   `Command: \`npm run bench:memory\`: the one-call query from ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION_S} s interleaved after a 5 s warm-up (medians; peak RSS the highest); then ${REFUSED_KEYS.toLocaleString('en-US')} refused keys.\n`,
 );
-console.log(table([...head, `RSS added by ${REFUSED_KEYS.toLocaleString('en-US')} refused keys MB`], rows));
+console.log(table([...head, `RSS MB after ${REFUSED_KEYS.toLocaleString('en-US')} refused keys`], rows));
 // The store runs in this process: exit, and the 'exit' handler stops every child left.
 process.exit(0);

@@ -42,9 +42,14 @@ function wrkScript(requests: readonly HttpRequest[]): string {
     return `wrk.format(${lua(r.method)}, ${lua(r.path)}, { ${headers.join(', ')} }, ${r.body ? lua(r.body) : 'nil'})`;
   };
   const [only] = requests;
+  // One request is wrk's static one (wrk.format before init has no Host header yet: Node answers 400).
   const send =
     requests.length === 1 && only
-      ? [`local raw = ${format(only)}`, 'request = function() return raw end']
+      ? [
+          `wrk.method = ${lua(only.method)}`,
+          `wrk.path = ${lua(only.path)}`,
+          `wrk.body = ${only.body ? lua(only.body) : 'nil'}`,
+        ].concat(Object.entries(only.headers).map(([name, value]) => `wrk.headers[ ${lua(name)} ] = ${lua(value)}`))
       : [
           'local raw, turn = {}, 0',
           'init = function(args)',
