@@ -24,6 +24,8 @@ import { median, table } from './lib/text.js';
 const [DURATION_S, ROUNDS] = [setting('BENCH_DURATION', 10), setting('BENCH_ROUNDS', 3)];
 const CONNECTIONS = 200;
 const REFUSED_KEYS = 5_000;
+/** BENCH_COALESCE=false: every request its own upstream call (and its own allocations). */
+const COALESCE = process.env.BENCH_COALESCE ?? 'true';
 const OPTIONS = (process.env.BENCH_MEMORY_OPTIONS ?? '|--max-semi-space-size=16|--max-semi-space-size=32').split('|');
 const node24 = process.env.BENCH_NODE24 ?? execFileSync('bash', ['.ci/node24'], { encoding: 'utf8' }).trim();
 
@@ -57,7 +59,8 @@ const subjects: Subject[] = [];
 for (const node of [process.execPath, join(node24, 'node')]) {
   const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
   for (const options of OPTIONS) {
-    const served = await startGateway(SERVER_CORE, store.url, { node, settings: { NODE_OPTIONS: options } });
+    const settings = { NODE_OPTIONS: options, PETSTORE_COALESCE: COALESCE };
+    const served = await startGateway(SERVER_CORE, store.url, { node, settings });
     const target = gatewayTarget(version, served.url, served.pid);
     const flags = ['--max-old-space-size=256', options].filter(Boolean).join(' ');
     subjects.push({ version, flags, served, target, started: rssMb(served.pid), runs: [], peak: 0 });
@@ -94,7 +97,7 @@ for (const subject of subjects) {
 await stopAll();
 const head = ['Node', 'flags', `req/s at ${CONNECTIONS}`, 'p99 ms', 'RSS started MB', `peak RSS MB at ${CONNECTIONS}`];
 console.log(
-  `Command: \`npm run bench:memory\`: the one-call query from ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION_S} s interleaved after a 5 s warm-up (medians; peak RSS the highest); then ${REFUSED_KEYS.toLocaleString('en-US')} refused keys.\n`,
+  `Command: \`${COALESCE === 'false' ? 'BENCH_COALESCE=false ' : ''}npm run bench:memory\`: the one-call query from ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION_S} s interleaved after a 5 s warm-up (medians; peak RSS the highest); then ${REFUSED_KEYS.toLocaleString('en-US')} refused keys.\n`,
 );
 console.log(table([...head, `RSS MB after ${REFUSED_KEYS.toLocaleString('en-US')} refused keys`], rows));
 // The store runs in this process: exit, and the 'exit' handler stops every child left.
