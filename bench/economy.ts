@@ -16,8 +16,7 @@
  */
 
 import type { Pet } from '../src/petstore/store.js';
-import { gql, startRedis } from './lib/client.js';
-import { sleep, stack } from './lib/stack.js';
+import { gql, sleep, stack, startRedis } from './lib/stack.js';
 import { table } from './lib/text.js';
 
 const CATALOGUE = 1_000;

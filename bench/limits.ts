@@ -19,11 +19,10 @@ import { existsSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gql, startRedis } from './lib/client.js';
 import { setting } from './lib/load.js';
 import { LOAD_CORE, pinSelf, SERVER_CORE, stop, stopAll } from './lib/processes.js';
 import { startGateway, startStore } from './lib/servers.js';
-import { sleep, stack } from './lib/stack.js';
+import { gql, sleep, stack, startRedis } from './lib/stack.js';
 import { median, table } from './lib/text.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -183,7 +183,7 @@ async function main(dir: string): Promise<string> {
 requireWrk();
 const dir = mkdtempSync(join(tmpdir(), 'bench-throughput-'));
 try {
-  process.stdout.write(`\n${await main(dir)}\n`);
+  process.stdout.write(`\n${await main(dir)}\n\n`);
 } finally {
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
