@@ -171,7 +171,7 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
     expect(runtime.cmd).toEqual([
       'sh',
       '-c',
-      'NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=16 $NODE_OPTIONS" exec node dist/main.js',
+      'NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=32 $NODE_OPTIONS" exec node dist/main.js',
     ]);
     expect(runtime.healthcheck?.[0]).toBe('node');
   });
