@@ -4,7 +4,8 @@
  * under V8's sampling profiler (`--cpu-prof`); wrk loads it with 32 connections from core 0 for
  * BENCH_DURATION seconds (10) after a 2 s warm-up; the samples are summed by who owns the code that
  * ran: Node's own JavaScript, each npm package, the gateway's code (dist/), the garbage collector,
- * V8 itself, idle. Self time, so the shares add up to 100%. BENCH_PROFILE_DIR=folder keeps the
+ * V8 itself, idle. Self time over the process's whole life (start-up and warm-up too), so the
+ * shares add up to 100%. BENCH_PROFILE_DIR=folder keeps the
  * .cpuprofile files for Chrome DevTools.
  */
 
