@@ -12,7 +12,7 @@
  */
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, requireWrk, setting } from './lib/load.js';
@@ -95,6 +95,7 @@ for (const subject of subjects) {
   rows.push([subject.version, `\`${subject.flags}\``, rps, of(1).toFixed(1), ...rss, refused.toFixed(0)]);
 }
 await stopAll();
+rmSync(dir, { recursive: true, force: true });
 const head = ['Node', 'flags', `req/s at ${CONNECTIONS}`, 'p99 ms', 'RSS started MB', `peak RSS MB at ${CONNECTIONS}`];
 console.log(
   `Command: \`${COALESCE === 'false' ? 'BENCH_COALESCE=false ' : ''}npm run bench:memory\`: the one-call query from ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION_S} s interleaved after a 5 s warm-up (medians; peak RSS the highest); then ${REFUSED_KEYS.toLocaleString('en-US')} refused keys.\n`,
