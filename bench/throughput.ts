@@ -1,219 +1,192 @@
 /**
  * `npm run bench:throughput`: this gateway side by side with REST direct, Tailcall and GraphQL Mesh,
- * all in one run on a 2-core machine, printed as Markdown the README can quote verbatim.
+ * in one run, printed as Markdown (docs/benchmarks.md quotes it). Workloads:
  *
- * Rows: REST direct on the reference store; Tailcall 1.0.0 with `dedupe` and without; this gateway
- * with coalescing on (the default) and off (`PETSTORE_COALESCE=false`); the Node floor and the Apollo
- * floor (bench/lib/floor.ts: what any Node gateway, and any Apollo Server one, pays per request, on
- * both workloads); the Node floor sharing one GET among identical requests in flight (one call only:
- * the least tail a Node server that shares has); Mesh v1 + Hive Gateway. A peer
- * that is not installed (bench/tailcall, bench/mesh) is skipped with a one-line note.
+ *   one call      the same page of 20 pets on every request: what sharing identical requests in
+ *                 flight can flatter; then the peak RSS while 200 connections send it
+ *   distinct mix  ~1,400 different pages in turn (bench/lib/mix.ts), GraphQL with variables: every
+ *                 request its own upstream call; on every target that answers each page as the store
  *
- * Workloads:
- *   one call      the same page of 20 pets on every request, `{ pets(first: 20) { nodes { id name
- *                 status } } }` or its equivalent: what sharing identical requests in flight can flatter
- *   distinct mix  ~1,400 different pages (sizes 1–100, status filters, cursors) in turn (bench/lib/mix.ts),
- *                 GraphQL with variables: every request is its own upstream call; on every target that
- *                 answers every page as the store does
- * and a memory phase: peak resident set while 200 connections send the one-call request.
- *
- * Every server is its own process: the one under test pinned to core 1 (`taskset -c 1`), the
- * reference store, the load tool and this script on core 0. The store's key has limits no run
- * reaches and the gateway runs with PETSTORE_RATE_LIMITS=off, so all measure plumbing, not rate
- * limiting. Load: wrk (closed loop, one thread) when installed, else autocannon (one call only).
- * Each target gets a warm-up, then BENCH_ROUNDS measured runs interleaved across targets; the
- * tables show medians. Progress goes to stderr, the report to stdout.
- *
- * Settings: BENCH_TOOL (wrk | autocannon), BENCH_CONNECTIONS (32), BENCH_WARMUP (5 s), BENCH_REWARM
- * (2 s of unmeasured load right before each measured run; 0 for none),
- * BENCH_DURATION (10 s), BENCH_ROUNDS (3), BENCH_WIRE (false; true: tcpdump captures each
- * measured run, and the one-call table and the tail lines also give p50 and p99 on the wire, as the
- * server delivers them: bench/lib/wire.ts).
+ * The server under test runs pinned to core 1; the store, wrk and this script on core 0. The store's
+ * key has limits no run reaches and the gateway runs with PETSTORE_RATE_LIMITS=off: plumbing, not
+ * rate limiting (bench:limits measures that). Each target gets a warm-up, then BENCH_ROUNDS runs
+ * interleaved across targets, each right after BENCH_REWARM seconds of unmeasured load (a target
+ * waits over a minute between its runs, and V8 answers the first seconds after a pause slower);
+ * medians. A peer not installed (bench/tailcall, bench/mesh) is skipped with a note.
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { chooseTool, positive } from './lib/load.js';
+import { load, requireWrk, setting } from './lib/load.js';
 import { checkMix, meanPageSize, walkMix } from './lib/mix.js';
-import { meshSkipped, startMesh, startTailcall, tailcallVersion } from './lib/peers.js';
-import { LOAD_CORE, pinSelf, SERVER_CORE, signalAll, stopAll } from './lib/processes.js';
-import { formatReport, loadAverage, ROW } from './lib/report.js';
-import { memoryPhase, ONE_CALL, runWorkload, type Settings, waitUntilServing } from './lib/runs.js';
-import { BENCH_KEY, type Served, startFloorServer, startGateway, startStore, storeCounts } from './lib/servers.js';
-import {
-  gatewayTarget,
-  meshTarget,
-  type PageQuery,
-  restTarget,
-  send,
-  type Target,
-  tailcallTarget,
-} from './lib/targets.js';
+import { meshSkipped, startMesh, startTailcall, tailcallSkipped } from './lib/peers.js';
+import { LOAD_CORE, peakRss, pinSelf, rssMb, SERVER_CORE, stopAll } from './lib/processes.js';
+import { BENCH_KEY, startGateway, startStore } from './lib/servers.js';
+import { gatewayTarget, meshTarget, ONE_CALL, restTarget, send, type Target, tailcallTarget } from './lib/targets.js';
+import { median, table } from './lib/text.js';
 
-const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
-const WARMUP_S = positive('BENCH_WARMUP', 5);
-const REWARM_S = positive('BENCH_REWARM', 2, 0);
-const DURATION_S = positive('BENCH_DURATION', 10);
-const ROUNDS = positive('BENCH_ROUNDS', 3);
-const TOOL = chooseTool(process.env.BENCH_TOOL);
-const WIRE = process.env.BENCH_WIRE === 'true';
+const [CONNECTIONS, WARMUP_S, DURATION_S, ROUNDS] = [
+  setting('BENCH_CONNECTIONS', 32),
+  setting('BENCH_WARMUP', 5),
+  setting('BENCH_DURATION', 10),
+  setting('BENCH_ROUNDS', 3),
+];
+const REWARM_S = setting('BENCH_REWARM', 2, 0);
 const RSS_CONNECTIONS = 200;
-const RSS_SECONDS = 5;
+const ROW = {
+  rest: 'REST direct, `GET /v1/pets`',
+  tailcallDedupe: 'Tailcall 1.0.0, `dedupe: true`',
+  tailcall: 'Tailcall 1.0.0, no dedupe',
+  gateway: 'this gateway, coalescing on (default)',
+  gatewayOff: 'this gateway, `PETSTORE_COALESCE=false`',
+  mesh: 'Mesh v1 + Hive Gateway 2.15.1',
+};
 
 const began = performance.now();
-/** A progress line on stderr, with the seconds since the bench began. */
 const progress = (line: string): void =>
   void process.stderr.write(`[${((performance.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 
-/** The store, then every target in row order; a peer that is not installed becomes a note. */
-async function startTargets(scratch: string, notes: string[]): Promise<{ store: Served; targets: Target[] }> {
-  const store = await startStore(LOAD_CORE);
-  const targets: Target[] = [restTarget(ROW.rest, store.url, BENCH_KEY, store.pid)];
-  const tailcall = tailcallVersion(scratch);
-  if ('skipped' in tailcall) notes.push(tailcall.skipped);
-  else {
-    for (const dedupe of [true, false]) {
-      const peer = await startTailcall(SERVER_CORE, store.url, BENCH_KEY, dedupe, scratch);
-      targets.push(tailcallTarget(dedupe ? ROW.tailcallDedupe : ROW.tailcall, peer.url, peer.pid, peer.log));
+/** Once `target` answers the one-call request with 20 pets; throws after `timeoutMs`. */
+async function answersOneCall(target: Target, timeoutMs = 30_000): Promise<void> {
+  let last = '';
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
+    const answer = await send(target, target.request(ONE_CALL)).catch((error) => ({ text: String(error), body: 0 }));
+    if (target.ids(answer.body)?.length === 20) return;
+    last = answer.text.slice(0, 300);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${target.name} did not answer correctly: ${last}${target.log ? ` (log: ${target.log})` : ''}`);
+}
+
+/** A row of a table: the medians over a target's measured runs. */
+async function measure(
+  name: string,
+  targets: Target[],
+  pages: (typeof ONE_CALL)[],
+  store: { counts(): { requests: number; notOk: number } },
+  dir: string,
+) {
+  const requests = (t: Target) => pages.map((page) => t.request(page, pages.length > 1 ? 'variables' : undefined));
+  const run = (t: Target, seconds: number) => load(t, requests(t), { connections: CONNECTIONS, dir, seconds });
+  for (const target of targets) {
+    progress(`${name}: warm-up: ${target.name}`);
+    await run(target, WARMUP_S);
+  }
+  const runs = targets.map(() => [] as number[][]);
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const [index, target] of targets.entries()) {
+      if (REWARM_S > 0) await run(target, REWARM_S);
+      const before = store.counts();
+      const m = await run(target, DURATION_S);
+      const after = store.counts();
+      if (after.notOk > before.notOk)
+        throw new Error(`${target.name}: the store refused ${after.notOk - before.notOk}`);
+      const upstream = (after.requests - before.requests) / m.requests;
+      runs[index]?.push([m.rps, m.p50Ms, m.p99Ms, (m.cpuS * 1000) / m.requests, upstream, m.errors]);
+      progress(`${name}: round ${round}: ${target.name}: ${m.rps.toFixed(0)} req/s, p99 ${m.p99Ms.toFixed(2)} ms`);
+      await answersOneCall(target, 5_000);
     }
+  }
+  return targets.map((target, index) => {
+    const of = (column: number) => median((runs[index] ?? []).map((r) => r[column] as number));
+    const errors = (runs[index] ?? []).reduce((sum, r) => sum + (r[5] as number), 0);
+    return {
+      target,
+      rps: of(0),
+      cells: [of(1).toFixed(2), of(2).toFixed(2), of(3).toFixed(3), of(4).toFixed(2), errors],
+    };
+  });
+}
+
+async function main(dir: string): Promise<string> {
+  pinSelf(LOAD_CORE);
+  const loadAtStart = loadavg().map((value) => value.toFixed(2));
+  const notes: string[] = [];
+  const store = await startStore();
+  const targets: Target[] = [restTarget(ROW.rest, store.url, BENCH_KEY, store.pid)];
+  const tailcall = tailcallSkipped(dir);
+  for (const dedupe of tailcall === undefined ? [true, false] : []) {
+    const peer = await startTailcall(SERVER_CORE, store.url, BENCH_KEY, dedupe, dir);
+    targets.push(tailcallTarget(dedupe ? ROW.tailcallDedupe : ROW.tailcall, peer.url, peer.pid, peer.log));
   }
   const on = await startGateway(SERVER_CORE, store.url);
-  targets.push(gatewayTarget(ROW.gateway, on.url, on.pid));
-  const off = await startGateway(SERVER_CORE, store.url, { PETSTORE_COALESCE: 'false' });
-  targets.push(gatewayTarget(ROW.gatewayOff, off.url, off.pid));
-  const floor = await startFloorServer(SERVER_CORE, store.url);
-  targets.push(gatewayTarget(ROW.floor, floor.url, floor.pid, 'id'));
-  const sharingFloor = await startFloorServer(SERVER_CORE, store.url, 'sharing-floor');
-  targets.push(gatewayTarget(ROW.sharingFloor, sharingFloor.url, sharingFloor.pid, 'id'));
-  const apolloFloor = await startFloorServer(SERVER_CORE, store.url, 'apollo');
-  targets.push(gatewayTarget(ROW.apolloFloor, apolloFloor.url, apolloFloor.pid, 'id'));
-  const mesh = meshSkipped();
-  if (mesh !== undefined) notes.push(mesh);
-  else {
-    const peer = await startMesh(SERVER_CORE, store.url, BENCH_KEY, scratch);
-    targets.push(meshTarget(ROW.mesh, peer.url, peer.pid, peer.log));
-  }
-  return { store, targets };
-}
+  const off = await startGateway(SERVER_CORE, store.url, { settings: { PETSTORE_COALESCE: 'false' } });
+  targets.push(gatewayTarget(ROW.gateway, on.url, on.pid), gatewayTarget(ROW.gatewayOff, off.url, off.pid));
+  const mesh = meshSkipped() ?? (await startMesh(SERVER_CORE, store.url, BENCH_KEY, dir));
+  if (typeof mesh !== 'string') targets.push(meshTarget(ROW.mesh, mesh.url, mesh.pid, mesh.log));
+  notes.push(...[tailcall, mesh].filter((note): note is string => typeof note === 'string'));
+  for (const target of targets) await answersOneCall(target);
 
-/** The mix, and the targets that answer every page of it as the store does. */
-async function prepareMix(
-  store: Served,
-  targets: readonly Target[],
-  notes: string[],
-): Promise<{ pages: PageQuery[]; targets: Target[]; meanSize: number } | undefined> {
-  if (TOOL !== 'wrk') {
-    notes.push('Distinct mix: skipped, it needs wrk (apt-get install -y wrk); autocannon here sends one request.');
-    return undefined;
-  }
-  const rest = targets[0] as Target;
   progress('mix: walking every page through a gateway started for the walk');
   const pages = await walkMix(SERVER_CORE, store.url);
+  const rest = targets[0] as Target;
   const expected: string[][] = [];
-  for (const page of pages) {
-    const { body } = await send(rest, rest.request(page));
-    expected.push(rest.ids(body) ?? []);
-  }
+  for (const page of pages) expected.push(rest.ids((await send(rest, rest.request(page))).body) ?? []);
   const able: Target[] = [];
-  // On the mix no two requests in flight are alike, so the sharing floor would repeat the Node floor's row.
-  for (const target of targets.filter((each) => each.name !== ROW.sharingFloor)) {
-    progress(`mix: checking ${target.name} on ${pages.length} pages`);
-    const check = await checkMix(target, pages, expected);
-    if (check.mismatch !== undefined) {
-      notes.push(
-        `Distinct mix: ${target.name} skipped, it answered a page differently from the store: ${check.mismatch}`,
-      );
+  for (const target of targets) {
+    const { mismatch, rounded } = await checkMix(target, pages, expected);
+    if (mismatch === undefined) able.push(target);
+    else notes.push(`Distinct mix: ${target.name} skipped: ${mismatch}`);
+    if (rounded !== undefined) notes.push(`${target.name}: ${rounded}.`);
+  }
+
+  const oneCall = await measure('one call', targets, [ONE_CALL], store, dir);
+  const mix = await measure('mix', able, pages, store, dir);
+  for (const row of oneCall) {
+    progress(`memory: ${RSS_CONNECTIONS} connections: ${row.target.name}`);
+    if (row.target.pid === process.pid) {
+      row.cells.push('–', '–'); // the store shares this process with the bench
       continue;
     }
-    if (check.rounded !== undefined) notes.push(`${target.name}: ${check.rounded}.`);
-    able.push(target);
+    const idle = rssMb(row.target.pid);
+    const run = () =>
+      load(row.target, [row.target.request(ONE_CALL)], { dir, connections: RSS_CONNECTIONS, seconds: 5 });
+    row.cells.push(idle.toFixed(0), (await peakRss(row.target.pid, run)).toFixed(0));
   }
-  const counts = await storeCounts(store.child);
-  if (counts.notOk > 0) throw new Error(`mix: the store has refused ${counts.notOk} requests so far`);
-  return { pages, targets: able, meanSize: meanPageSize(expected) };
+
+  const head = ['target', 'req/s', 'p50 ms', 'p99 ms', 'server CPU ms/request', 'upstream calls/request', 'errors'];
+  const rows = (of: typeof oneCall) =>
+    of.map((r) => [r.target.name, Math.round(r.rps).toLocaleString('en'), ...r.cells]);
+  const share = (of: typeof oneCall, ours: string, theirs: string) => {
+    const [a, b] = [of.find((r) => r.target.name === ours), of.find((r) => r.target.name === theirs)];
+    return a && b ? `${Math.round((a.rps / b.rps) * 100)}%` : 'n/a';
+  };
+  const ratio = (ours: string, theirs: string) =>
+    `one call ${share(oneCall, ours, theirs)}, distinct mix ${share(mix, ours, theirs)}`;
+  const model = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  const machine = `${model}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, Node ${process.version}`;
+  return [
+    `Command: \`npm run bench\` (BENCH_CONNECTIONS=${CONNECTIONS} BENCH_WARMUP=${WARMUP_S} BENCH_REWARM=${REWARM_S} BENCH_DURATION=${DURATION_S} BENCH_ROUNDS=${ROUNDS})`,
+    '',
+    `Machine: ${machine}. Load average (1 / 5 / 15 min) ${loadAtStart.join(' / ')} at start, ${loadavg()
+      .map((value) => value.toFixed(2))
+      .join(' / ')} at end.`,
+    '',
+    `Load: wrk, one thread, closed loop, ${CONNECTIONS} connections; per target ${WARMUP_S} s warm-up, then ${ROUNDS} × ${DURATION_S} s runs interleaved across targets, each after ${REWARM_S} s of unmeasured load; medians. Servers under test on core ${SERVER_CORE}, the store and wrk on core ${LOAD_CORE}. "server CPU" is the answering process's (REST direct: the store's).`,
+    '',
+    '**One call**: the same page of 20 pets every time:',
+    '',
+    table([...head, 'RSS idle MB', `peak RSS MB at ${RSS_CONNECTIONS} connections`], rows(oneCall)),
+    '',
+    `**Distinct mix**: ${pages.length.toLocaleString('en')} different pages in turn (sizes 1–100, no filter or one of three statuses, first pages and cursors; ${meanPageSize(expected).toFixed(1)} pets per page on average), GraphQL with variables:`,
+    '',
+    table(head, rows(mix)),
+    '',
+    `- this gateway's req/s as a share of Tailcall's, sharing off on both sides: ${ratio(ROW.gatewayOff, ROW.tailcall)}`,
+    `- the same, sharing on on both sides: ${ratio(ROW.gateway, ROW.tailcallDedupe)}`,
+    `- this gateway's req/s, sharing off, as a share of Mesh's: ${ratio(ROW.gatewayOff, ROW.mesh)}; of REST direct: ${ratio(ROW.gatewayOff, ROW.rest)}`,
+    ...notes.map((note) => `- ${note}`),
+  ].join('\n');
 }
 
-function commandLine(): string {
-  const settings = `BENCH_TOOL=${TOOL} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_WARMUP=${WARMUP_S} BENCH_REWARM=${REWARM_S} BENCH_DURATION=${DURATION_S} BENCH_ROUNDS=${ROUNDS}${WIRE ? ' BENCH_WIRE=true' : ''}`;
-  const script = process.env.npm_lifecycle_event;
-  return `${settings} ${script?.startsWith('bench') ? `npm run ${script}` : 'tsx bench/throughput.ts'}`;
+requireWrk();
+const dir = mkdtempSync(join(tmpdir(), 'bench-throughput-'));
+try {
+  process.stdout.write(`\n${await main(dir)}\n\n`);
+} finally {
+  await stopAll();
+  rmSync(dir, { recursive: true, force: true });
 }
-
-async function main(): Promise<void> {
-  pinSelf(LOAD_CORE);
-  const startedAt = new Date();
-  const loadAtStart = loadAverage();
-  const notes: string[] = [];
-  const scratch = mkdtempSync(join(tmpdir(), 'bench-throughput-'));
-  scratchDir = scratch;
-  try {
-    const { store, targets } = await startTargets(scratch, notes);
-    for (const target of targets) await waitUntilServing(target);
-    const settings: Settings = {
-      tool: TOOL,
-      connections: CONNECTIONS,
-      dir: scratch,
-      wire: WIRE,
-      warmupS: WARMUP_S,
-      rewarmS: REWARM_S,
-      durationS: DURATION_S,
-      rounds: ROUNDS,
-      progress,
-    };
-    const mix = await prepareMix(store, targets, notes);
-    const oneCall = await runWorkload(
-      { name: 'one call', targets, requests: (target) => [target.request(ONE_CALL)] },
-      store,
-      settings,
-    );
-    const mixRows =
-      mix &&
-      (await runWorkload(
-        {
-          name: 'mix',
-          targets: mix.targets,
-          requests: (target) => mix.pages.map((page) => target.request(page, 'variables')),
-        },
-        store,
-        settings,
-      ));
-    const memory = await memoryPhase(targets, RSS_CONNECTIONS, RSS_SECONDS, settings);
-    const report = formatReport({
-      command: commandLine(),
-      tool: TOOL,
-      connections: CONNECTIONS,
-      warmupS: WARMUP_S,
-      rewarmS: REWARM_S,
-      durationS: DURATION_S,
-      rounds: ROUNDS,
-      cores: { server: SERVER_CORE, load: LOAD_CORE },
-      startedAt,
-      loadAtStart,
-      loadAtEnd: loadAverage(),
-      oneCall,
-      memory: { connections: RSS_CONNECTIONS, seconds: RSS_SECONDS, of: memory },
-      mix: mix && mixRows && { pages: mix.pages.length, meanSize: mix.meanSize, rows: mixRows },
-      notes,
-    });
-    process.stdout.write(`\n${report}\n`);
-  } finally {
-    await stopAll();
-    removeScratch();
-  }
-}
-
-/** The folder holding configs, logs and the wrk script; removed however the bench ends. */
-let scratchDir: string | undefined;
-function removeScratch(): void {
-  if (scratchDir !== undefined) rmSync(scratchDir, { recursive: true, force: true });
-  scratchDir = undefined;
-}
-
-process.on('exit', () => {
-  signalAll();
-  removeScratch();
-});
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
-
-await main();
+// The store runs in this process: exit, and the 'exit' handler stops every child left.
+process.exit(0);

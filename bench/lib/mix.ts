@@ -1,161 +1,64 @@
 /**
- * The distinct mix of `npm run bench:throughput`: a workload that sharing cannot flatter. Every
- * page of the demo catalogue, for every page size from 1 to 100 and every status filter (and none),
- * walked through the gateway's own cursors: about 1,400 different pages, shuffled with a fixed
- * seed, sent in turn, so that no two requests in flight are alike and each costs one upstream call.
- *
- * A page after the first continues after the previous page's last pet: the gateway through that
- * page's endCursor, REST, Tailcall and Mesh through `after` = that pet's id, which is what the
- * store's `Link: rel="next"` URL says (`/v1/pets?limit=L&status=S&after=ID`).
+ * The distinct mix: a workload that sharing cannot flatter. Every page of the demo catalogue, for
+ * every page size from 1 to 100 and every status filter (and none), walked through the gateway's
+ * own cursors: about 1,400 different pages, shuffled with a fixed seed and sent in turn, so no two
+ * requests in flight are alike. A page after the first continues after the previous page's last
+ * pet: the gateway through that page's endCursor, the others through `after` = that pet's id, as
+ * the store's `Link: rel="next"` says.
  */
 
-import type { Tool } from './load.js';
 import { stop } from './processes.js';
-import { ONE_CALL } from './runs.js';
 import { startGateway } from './servers.js';
-import type { Form, HttpRequest, PageQuery, Target } from './targets.js';
-import { send } from './targets.js';
+import { gatewayTarget, type PageQuery, send, type Target } from './targets.js';
 
-const PAGE_SIZES = Array.from({ length: 100 }, (_, index) => index + 1);
-const STATUSES = [undefined, 'available', 'pending', 'sold'];
-/** More pages than this in one walk is a loop, not the catalogue. */
-const MAX_PAGES_PER_WALK = 1000;
-/** Requests in flight at once while walking and checking: enough to be quick, few enough not to look like load. */
-const CHECK_CONCURRENCY = 8;
+/** Requests in flight at once while walking and checking: quick, and not load. */
+const CONCURRENCY = 8;
+
+/** Runs `work` on every item, CONCURRENCY at a time, results in order. */
+async function each<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await work(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return out;
+}
 
 /**
- * The mix, walked through a gateway started for the walk on `core` and stopped afterwards: the walk
- * is 1,449 documents never seen again, and a measured gateway that had made it would carry its work
- * (and its heap) into its rows. Its cursors are valid on every gateway of the run (one CURSOR_SECRET).
+ * The mix, walked through a gateway started for the walk and stopped afterwards (a measured gateway
+ * that had made it would carry its heap into its rows); its cursors are valid on every gateway of
+ * the run (one CURSOR_SECRET).
  */
 export async function walkMix(core: string, storeUrl: string): Promise<PageQuery[]> {
   const walker = await startGateway(core, storeUrl);
-  return collectMix(new URL('/graphql', walker.url).href).finally(() => stop(walker.child));
-}
-
-/**
- * BENCH_WORKLOAD of bench:compare, bench:profile and bench:alloc: `mix` for the distinct mix,
- * `new-keys` for the one-call query with a new API key every time (a client spraying keys the
- * store refuses: each request is a new key's first, so its budget, refusal and error paths), else
- * the one-call query. Both are wrk scripts; without wrk the bench stops here, before it starts anything.
- */
-export type WorkloadName = 'one-call' | 'mix' | 'new-keys';
-
-export function workloadOf(tool: Tool): WorkloadName {
-  const wanted = process.env.BENCH_WORKLOAD ?? 'one-call';
-  if (wanted !== 'one-call' && wanted !== 'mix' && wanted !== 'new-keys') {
-    console.error('BENCH_WORKLOAD: one-call, mix or new-keys');
-    process.exit(2);
+  const target = gatewayTarget('walker', walker.url, walker.pid);
+  const walks = [undefined, 'available', 'pending', 'sold'].flatMap((status) =>
+    Array.from({ length: 100 }, (_, i) => ({ limit: i + 1, status })),
+  );
+  try {
+    const walked = await each(walks, async ({ limit, status }) => {
+      const pages: PageQuery[] = [{ limit, status }];
+      for (;;) {
+        const page = pages.at(-1) as PageQuery;
+        const after = page.after ? `, after: ${JSON.stringify(page.after.cursor)}` : '';
+        const filter = status ? `, status: ${status.toUpperCase()}` : '';
+        const query = `{ pets(first: ${limit}${filter}${after}) { nodes { id } pageInfo { hasNextPage endCursor } } }`;
+        const request = { ...target.request(page), body: JSON.stringify({ query }) };
+        const { body, text } = await send(target, request);
+        const pets = (body as any)?.data?.pets;
+        const last = pets?.nodes?.at(-1)?.id;
+        if (last === undefined || pets.pageInfo.endCursor === null)
+          throw new Error(`mix: ${query}: ${text.slice(0, 300)}`);
+        if (!pets.pageInfo.hasNextPage) return pages;
+        if (pages.length === 1000) throw new Error(`mix: the walk of ${limit} ${status} does not end`);
+        pages.push({ limit, status, after: { id: String(last), cursor: pets.pageInfo.endCursor } });
+      }
+    });
+    return shuffle(walked.flat(), 20261122);
+  } finally {
+    await stop(walker.child);
   }
-  if (wanted !== 'one-call' && tool !== 'wrk') {
-    console.error(`BENCH_WORKLOAD=${wanted} needs wrk (apt-get install -y wrk)`);
-    process.exit(2);
-  }
-  return wanted;
-}
-
-/** What a load run sends in turn, as a client sends it, and how a report names it. */
-export interface Workload {
-  readonly pages: readonly PageQuery[];
-  /** The mix with variables, one document per shape of page; the one-call query with literals. */
-  readonly form: Form | undefined;
-  /** Each request with an `Authorization: Bearer` key never sent before. */
-  readonly freshKeys: boolean;
-  /** For the report's command line: `BENCH_WORKLOAD=mix `, `BENCH_WORKLOAD=new-keys ` or nothing. */
-  readonly setting: string;
-  readonly description: string;
-}
-
-export async function loadWorkload(name: WorkloadName, core: string, storeUrl: string): Promise<Workload> {
-  if (name === 'new-keys') {
-    return {
-      pages: [ONE_CALL],
-      form: undefined,
-      freshKeys: true,
-      setting: 'BENCH_WORKLOAD=new-keys ',
-      description: 'the one-call query, each with a new API key the store refuses',
-    };
-  }
-  if (name === 'one-call') {
-    return { pages: [ONE_CALL], form: undefined, freshKeys: false, setting: '', description: 'the one-call query' };
-  }
-  const pages = await walkMix(core, storeUrl);
-  return {
-    pages,
-    form: 'variables',
-    freshKeys: false,
-    setting: 'BENCH_WORKLOAD=mix ',
-    description: `the distinct mix (${pages.length} pages)`,
-  };
-}
-
-/** The requests a load run sends to `target` for `workload`. */
-export function requestsOf(workload: Workload, target: Target): HttpRequest[] {
-  return workload.pages.map((page) => ({
-    ...target.request(page, workload.form),
-    ...(workload.freshKeys ? { freshKey: true as const } : {}),
-  }));
-}
-
-/**
- * Walks every page of every (size, status) through the gateway at `url`, several walks at a time
- * (each walk is sequential: a page's cursor comes from the page before), collecting each page's query.
- */
-export async function collectMix(url: string): Promise<PageQuery[]> {
-  const walks = STATUSES.flatMap((status) => PAGE_SIZES.map((limit) => ({ limit, status })));
-  const walked: PageQuery[][] = [];
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let index = next++; index < walks.length; index = next++) {
-      walked[index] = await walk(url, walks[index] as { limit: number; status: string | undefined });
-    }
-  };
-  await Promise.all(Array.from({ length: CHECK_CONCURRENCY }, worker));
-  return shuffle(walked.flat(), 20261122);
-}
-
-/** Every page of one (size, status), first to last. */
-async function walk(
-  url: string,
-  { limit, status }: { limit: number; status: string | undefined },
-): Promise<PageQuery[]> {
-  const pages: PageQuery[] = [];
-  let after: PageQuery['after'];
-  for (let walked = 0; ; walked++) {
-    if (walked === MAX_PAGES_PER_WALK) throw new Error(`mix: the walk of limit ${limit} does not end`);
-    pages.push({ limit, status, after });
-    const page = await walkStep(url, { limit, status, after });
-    if (!page.hasNextPage) return pages;
-    after = { id: page.lastId, cursor: page.endCursor };
-  }
-}
-
-interface Step {
-  readonly hasNextPage: boolean;
-  readonly endCursor: string;
-  readonly lastId: string;
-}
-
-async function walkStep(url: string, page: PageQuery): Promise<Step> {
-  const args = [`first: ${page.limit}`];
-  if (page.status !== undefined) args.push(`status: ${page.status.toUpperCase()}`);
-  if (page.after !== undefined) args.push(`after: ${JSON.stringify(page.after.cursor)}`);
-  const query = `{ pets(${args.join(', ')}) { nodes { id } pageInfo { hasNextPage endCursor } } }`;
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query }),
-  });
-  const body = (await response.json()) as {
-    data?: { pets: { nodes: { id: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } };
-    errors?: unknown;
-  };
-  const pets = body.data?.pets;
-  const last = pets?.nodes.at(-1);
-  if (pets === undefined || body.errors !== undefined || last === undefined || pets.pageInfo.endCursor === null) {
-    throw new Error(`mix: the gateway did not answer ${query}: ${JSON.stringify(body).slice(0, 300)}`);
-  }
-  return { hasNextPage: pets.pageInfo.hasNextPage, endCursor: pets.pageInfo.endCursor, lastId: last.id };
 }
 
 /** Fisher–Yates with a small seeded generator (mulberry32), so every run sends the same order. */
@@ -176,48 +79,29 @@ function shuffle<T>(items: T[], seed: number): T[] {
   return out;
 }
 
-export interface MixCheck {
-  /** The first page answered differently, or undefined when every page is the store's. */
-  readonly mismatch?: string;
-  /** Set when the only differences are ids above 2^53 rounded to the nearest double. */
-  readonly rounded?: string;
-}
-
 /**
- * Sends every page of the mix to `target` once (a few at a time) and compares the pets' ids with
- * the store's own answer (`expected`, from the REST target): a target that cannot express the mix
- * fails here, not silently in the load run. A target that returns the right pets but rounds int64
- * ids to doubles still serves the same pages: that is reported, not counted as a mismatch.
+ * Sends every page of the mix to `target` once and compares the ids with the store's own answer
+ * (`expected`): a target that cannot express the mix fails here, not silently under load. One that
+ * rounds int64 ids to doubles still serves the same pages: reported, not a mismatch.
  */
-export async function checkMix(
-  target: Target,
-  mix: readonly PageQuery[],
-  expected: readonly (readonly string[])[],
-): Promise<MixCheck> {
+export async function checkMix(target: Target, mix: readonly PageQuery[], expected: readonly string[][]) {
+  const answers = await each(mix, (page) => send(target, target.request(page, 'variables')));
   let rounded: string | undefined;
-  for (let start = 0; start < mix.length; start += CHECK_CONCURRENCY) {
-    const pages = mix.slice(start, start + CHECK_CONCURRENCY);
-    const answers = await Promise.all(pages.map((page) => send(target, target.request(page, 'variables'))));
-    for (const [offset, { status, body, text }] of answers.entries()) {
-      const page = pages[offset] as PageQuery;
-      const want = expected[start + offset] as readonly string[];
-      const ids = target.ids(body);
-      if (status === 200 && ids !== undefined && ids.join(',') === want.join(',')) continue;
-      const asDoubles = (list: readonly string[]): string => list.map((id) => String(Number(id))).join(',');
-      if (status === 200 && ids !== undefined && asDoubles(ids) === asDoubles(want)) {
-        const index = ids.findIndex((id, at) => id !== want[at]);
-        rounded ??= `ids above 2^53 come back rounded (${want[index]} as ${ids[index]})`;
-        continue;
-      }
-      return {
-        mismatch: `${JSON.stringify(page)}: HTTP ${status}, ${text.slice(0, 200)} (expected ids ${want.join(',')})`,
-      };
+  for (const [i, { status, body, text }] of answers.entries()) {
+    const want = expected[i] as string[];
+    const ids = target.ids(body);
+    if (status === 200 && ids?.join(',') === want.join(',')) continue;
+    const asDoubles = (list: readonly string[]) => list.map((id) => String(Number(id))).join(',');
+    if (status === 200 && ids !== undefined && asDoubles(ids) === asDoubles(want)) {
+      const at = ids.findIndex((id, index) => id !== want[index]);
+      rounded ??= `ids above 2^53 come back rounded (${want[at]} as ${ids[at]})`;
+      continue;
     }
+    return { mismatch: `${JSON.stringify(mix[i])}: HTTP ${status}, ${text.slice(0, 200)}`, rounded };
   }
-  return rounded === undefined ? {} : { rounded };
+  return { mismatch: undefined, rounded };
 }
 
-/** Pets per page, averaged over the mix (the one-call workload asks for 20). */
-export function meanPageSize(expected: readonly (readonly string[])[]): number {
-  return expected.reduce((sum, ids) => sum + ids.length, 0) / expected.length;
-}
+/** Pets per page, averaged over the mix. */
+export const meanPageSize = (expected: readonly string[][]): number =>
+  expected.reduce((sum, ids) => sum + ids.length, 0) / expected.length;

@@ -1,11 +1,10 @@
 /**
- * Processes of `npm run bench:throughput`: every server and load run is a child pinned to a core
- * with taskset, remembered here so that all of them are stopped by their own pid however the bench
- * ends. Also the per-process figures read from /proc (CPU time, resident set).
+ * The processes of a bench: every server is a child pinned to a core with taskset, remembered here
+ * so that all of them are stopped by their own pid however the bench ends; what /proc says of one.
  */
 
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /** The load tool, the reference store and the bench itself. */
@@ -14,22 +13,11 @@ export const LOAD_CORE = '0';
 export const SERVER_CORE = '1';
 
 const children: ChildProcess[] = [];
+const running = (child: ChildProcess): boolean => child.exitCode === null && child.signalCode === null;
 
-export const isRunning = (child: ChildProcess): boolean => child.exitCode === null && child.signalCode === null;
-
-/**
- * Spawns `command` pinned to `core` (taskset execs it, so the child's pid is the command's), under
- * `wrapper` if given: a command line that runs the one after it in the same process, as `env` and
- * valgrind do, so that the pid stays the one stopped and measured.
- */
-export function pinned(
-  core: string,
-  command: string,
-  args: string[],
-  options: Parameters<typeof spawn>[2],
-  wrapper: readonly string[] = [],
-): ChildProcess {
-  const child = spawn('taskset', ['-c', core, ...wrapper, command, ...args], options);
+/** Spawns `command` pinned to `core`; taskset execs it, so the child's pid is the command's. */
+export function pinned(core: string, command: string, args: string[], options: Parameters<typeof spawn>[2]) {
+  const child = spawn('taskset', ['-c', core, command, ...args], options);
   children.push(child);
   return child;
 }
@@ -41,63 +29,36 @@ export function pinSelf(core: string): void {
   } catch {}
 }
 
-/** Sends SIGTERM to every child still running, without waiting (for process 'exit'). */
-export function signalAll(): void {
-  for (const child of children) if (isRunning(child)) child.kill('SIGTERM');
-}
-
-/** Stops every child and waits for each to exit; one that ignores SIGTERM for 5 s gets SIGKILL. */
-export async function stopAll(): Promise<void> {
-  await Promise.all(children.filter(isRunning).map(stop));
-}
-
 /** Stops one child and waits for it to exit; SIGKILL if it ignores SIGTERM for 5 s. */
 export function stop(child: ChildProcess): Promise<void> {
-  if (!isRunning(child)) return Promise.resolve();
+  if (!running(child)) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
+    child.once('exit', () => resolve(clearTimeout(force)));
     child.kill('SIGTERM');
   });
 }
 
-/** Appends the child's stdout and stderr to `file`, shown only if the server never answers. */
-export function logTo(child: ChildProcess, file: string): void {
-  for (const stream of [child.stdout, child.stderr]) stream?.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
-}
+export const stopAll = async (): Promise<void> => void (await Promise.all(children.map(stop)));
+process.on('exit', () => {
+  for (const child of children) if (running(child)) child.kill('SIGTERM');
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
-/** Collects a child's stdout until it exits; a non-zero exit is an error carrying that output. */
-export function outputOf(child: ChildProcess): Promise<string> {
-  let out = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    out += chunk.toString('utf8');
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`${child.spawnargs.join(' ')} exited with ${code}: ${out}`)),
-    );
-  });
-}
-
-/** A loopback port nobody listens on right now (for peers that cannot listen on port 0 and say where). */
+/** A loopback port nobody listens on right now (for servers that cannot listen on port 0 and say where). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
+    const server = createServer().once('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
     });
   });
 }
 
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
-/** CPU seconds (user + system, all threads) process `pid` has used, from /proc/PID/stat (proc(5)). */
+/** CPU seconds (user + system, all threads) process `pid` has used (proc(5), /proc/PID/stat). */
 export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name may hold spaces; fields count from after its closing parenthesis.
@@ -105,9 +66,16 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
-/** Resident set of process `pid` in MB (/proc/PID/status VmRSS), or its peak so far (VmHWM). */
-export function rssMb(pid: number, which: 'now' | 'peak' = 'now'): number {
-  const field = which === 'now' ? /^VmRSS:\s+(\d+) kB$/m : /^VmHWM:\s+(\d+) kB$/m;
-  const match = field.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : 0;
+/** Resident set of process `pid` in MB (/proc/PID/status VmRSS). */
+export const rssMb = (pid: number): number =>
+  Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+/** Peak resident set of `pid` (sampled every 100 ms) while `work` runs. */
+export async function peakRss(pid: number, work: () => Promise<unknown>): Promise<number> {
+  let peak = rssMb(pid);
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMb(pid));
+  }, 100);
+  await work().finally(() => clearInterval(sampler));
+  return Math.max(peak, rssMb(pid));
 }

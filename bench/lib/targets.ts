@@ -1,26 +1,23 @@
 /**
- * The ways of asking for one page of pets that `npm run bench:throughput` compares: REST on the
- * store, this gateway, Tailcall and GraphQL Mesh. Each target turns the same page (size, status
- * filter, position) into its own request and reads the pets back out of its own answer, so every
- * workload is expressed once and checked the same way on all of them.
+ * The ways of asking for one page of pets the load benches compare: REST on the store, this
+ * gateway, Tailcall and GraphQL Mesh. Each target turns the same page into its own request and
+ * reads the pets back out of its own answer, so every workload is checked the same way.
  */
 
 import { isLosslessNumber, parse } from 'lossless-json';
 
-/** One page of the store's `GET /v1/pets`: `limit`, an optional `status`, and where it starts. */
+/**
+ * One page of `GET /v1/pets`: `limit`, an optional REST status, and where it starts: `after.id` is
+ * what the store's `Link: rel="next"` puts in `after`, `after.cursor` the gateway's own endCursor.
+ */
 export interface PageQuery {
   readonly limit: number;
-  /** A REST status (available, pending, sold). */
   readonly status?: string | undefined;
-  /**
-   * Continue after a pet: `id` is what the store's `Link: rel="next"` puts in `after`; `cursor` is
-   * the gateway's own endCursor for the page that ended there (the gateway's cursors are opaque).
-   */
   readonly after?: { readonly id: string; readonly cursor: string } | undefined;
 }
 
-/** How a GraphQL request carries its arguments: inline, or in one document with variables. */
-export type Form = 'literal' | 'variables';
+/** The same page of 20 pets every time: the one-call workload, and the health check between runs. */
+export const ONE_CALL: PageQuery = { limit: 20 };
 
 export interface HttpRequest {
   readonly method: 'GET' | 'POST';
@@ -28,26 +25,21 @@ export interface HttpRequest {
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body?: string | undefined;
-  /** Sent with a new `Authorization: Bearer` key each time (wrk only): a client spraying keys. */
-  readonly freshKey?: true;
 }
 
 export interface Target {
   /** The row's label, Markdown. */
   readonly name: string;
-  /** scheme://host:port the load tool connects to. */
   readonly origin: string;
   /** The process answering (for its CPU time and memory). */
   readonly pid: number;
-  /** A file the server logs to, shown if it never answers. */
+  /** A file the server logs to, named if it never answers. */
   readonly log?: string | undefined;
-  /** The page as this target asks for it; GraphQL targets write arguments as literals unless told `variables`. */
-  request(page: PageQuery, form?: Form): HttpRequest;
+  /** The page as this target asks for it: GraphQL arguments as literals, or with `variables`. */
+  request(page: PageQuery, form?: 'variables'): HttpRequest;
   /** The pets' ids in an answer, or undefined when it is not a clean page (errors, wrong shape). */
   ids(body: unknown): string[] | undefined;
 }
-
-const JSON_HEADERS = { 'content-type': 'application/json' };
 
 /** The store itself: `GET /v1/pets?limit=…&status=…&after=…`, as its Link header writes it. */
 export function restTarget(name: string, storeUrl: string, key: string, pid: number): Target {
@@ -62,148 +54,107 @@ export function restTarget(name: string, storeUrl: string, key: string, pid: num
       if (page.after !== undefined) query.set('after', page.after.id);
       return { method: 'GET', path: `${base.pathname}/pets?${query}`, headers: { authorization: `Bearer ${key}` } };
     },
-    ids: (body) => idsOf(body),
+    ids: idsOf,
   };
 }
+
+/** One argument of the root field: its type for a variable, its value, and its literal; left out when undefined. */
+type Argument = readonly [name: string, type: string, value: string | number | undefined, literal?: string];
+const quoted = (text: string | undefined) => (text === undefined ? undefined : JSON.stringify(text));
 
 /**
- * This gateway: `pets(first:, status:, after:)` with the cursor it handed out itself. The floors
- * (bench/lib/floor.ts) take the same query with `after: ID`, the store's own pet id.
+ * A GraphQL target: `{ field(a: 1) selection }` with literals, or `query Page($a: T) { … }` with
+ * `variables` (one document per shape of page, as a client sends it). Only the arguments a page
+ * sets are declared: Tailcall 1.0.0 refuses a declared variable left out of `variables`.
  */
-export function gatewayTarget(name: string, url: string, pid: number, after: 'cursor' | 'id' = 'cursor'): Target {
+function graphqlTarget(
+  name: string,
+  url: string,
+  pid: number,
+  log: string | undefined,
+  shape: { field: string; selection: string; args(page: PageQuery): Argument[]; pets(data: any): unknown },
+): Target {
   const endpoint = new URL(url);
-  return {
-    name,
-    origin: endpoint.origin,
-    pid,
-    request: (page, form) =>
-      graphqlPost(endpoint, form, 'pets', '{ nodes { id name status } }', [
-        { name: 'first', type: 'Int!', value: page.limit, literal: String(page.limit) },
-        { name: 'status', type: 'PetStatus', value: page.status?.toUpperCase(), literal: page.status?.toUpperCase() },
-        after === 'cursor'
-          ? { name: 'after', type: 'String', value: page.after?.cursor, literal: quoted(page.after?.cursor) }
-          : { name: 'after', type: 'ID', value: page.after?.id, literal: quoted(page.after?.id) },
-      ]),
-    ids: (body) => idsOf(dataOf(body)?.pets?.nodes),
+  const request = (page: PageQuery, form?: 'variables'): HttpRequest => {
+    const given = shape.args(page).filter(([, , value]) => value !== undefined);
+    let body: string;
+    if (form === 'variables') {
+      const declared = given.map(([arg, type]) => `$${arg}: ${type}`).join(', ');
+      const passed = given.map(([arg]) => `${arg}: $${arg}`).join(', ');
+      const query = `query Page(${declared}) { ${shape.field}(${passed}) ${shape.selection} }`;
+      body = JSON.stringify({ query, variables: Object.fromEntries(given.map(([arg, , value]) => [arg, value])) });
+    } else {
+      const literals = given.map(([arg, , value, literal]) => `${arg}: ${literal ?? value}`).join(', ');
+      body = JSON.stringify({ query: `{ ${shape.field}(${literals}) ${shape.selection} }` });
+    }
+    return { method: 'POST', path: endpoint.pathname, headers: { 'content-type': 'application/json' }, body };
   };
+  const ids = (body: unknown) => {
+    const answer = body as { data?: unknown; errors?: unknown } | null;
+    return answer?.errors === undefined && answer?.data ? idsOf(shape.pets(answer.data)) : undefined;
+  };
+  return { name, origin: endpoint.origin, pid, log, request, ids };
 }
 
-/** Tailcall, on the config bench/lib/peers.ts writes: `pets(limit:, status:, after:)` mapped onto the query string. */
-export function tailcallTarget(name: string, url: string, pid: number, log: string): Target {
-  const endpoint = new URL(url);
-  return {
-    name,
-    origin: endpoint.origin,
-    pid,
-    log,
-    request: (page, form) =>
-      graphqlPost(endpoint, form, 'pets', '{ id name status }', [
-        { name: 'limit', type: 'Int', value: page.limit, literal: String(page.limit) },
-        { name: 'status', type: 'String', value: page.status, literal: quoted(page.status) },
-        { name: 'after', type: 'String', value: page.after?.id, literal: quoted(page.after?.id) },
-      ]),
-    ids: (body) => idsOf(dataOf(body)?.pets),
-  };
-}
+/** This gateway: `pets(first:, status:, after:)` with the cursor it handed out itself. */
+export const gatewayTarget = (name: string, url: string, pid: number): Target =>
+  graphqlTarget(name, url, pid, undefined, {
+    field: 'pets',
+    selection: '{ nodes { id name status } }',
+    args: (page) => [
+      ['first', 'Int!', page.limit],
+      ['status', 'PetStatus', page.status?.toUpperCase()],
+      ['after', 'String', page.after?.cursor, quoted(page.after?.cursor)],
+    ],
+    pets: (data) => data.pets?.nodes,
+  });
+
+/** Tailcall, on the config bench/lib/peers.ts writes: `pets(limit:, status:, after:)` onto the query string. */
+export const tailcallTarget = (name: string, url: string, pid: number, log: string): Target =>
+  graphqlTarget(name, url, pid, log, {
+    field: 'pets',
+    selection: '{ id name status }',
+    args: (page) => [
+      ['limit', 'Int', page.limit],
+      ['status', 'String', page.status, quoted(page.status)],
+      ['after', 'String', page.after?.id, quoted(page.after?.id)],
+    ],
+    pets: (data) => data.pets,
+  });
 
 /** GraphQL Mesh v1 on the store's OpenAPI document: `listPets(limit:, status:, after:)`, a union with Error. */
-export function meshTarget(name: string, url: string, pid: number, log: string): Target {
-  const endpoint = new URL(url);
-  return {
-    name,
-    origin: endpoint.origin,
-    pid,
-    log,
-    request: (page, form) =>
-      graphqlPost(endpoint, form, 'listPets', '{ ... on Pet { id name status } }', [
-        { name: 'limit', type: 'PositiveInt', value: page.limit, literal: String(page.limit) },
-        { name: 'status', type: 'PetStatus', value: page.status, literal: page.status },
-        { name: 'after', type: 'BigInt', value: page.after?.id, literal: page.after?.id },
-      ]),
-    ids: (body) => idsOf(dataOf(body)?.listPets),
-  };
-}
+export const meshTarget = (name: string, url: string, pid: number, log: string): Target =>
+  graphqlTarget(name, url, pid, log, {
+    field: 'listPets',
+    selection: '{ ... on Pet { id name status } }',
+    args: (page) => [
+      ['limit', 'PositiveInt', page.limit],
+      ['status', 'PetStatus', page.status],
+      ['after', 'BigInt', page.after?.id],
+    ],
+    pets: (data) => data.listPets,
+  });
 
-const quoted = (text: string | undefined): string | undefined =>
-  text === undefined ? undefined : JSON.stringify(text);
-
-/** One argument of a root field: its GraphQL type for a variable, its value, and its literal; absent when undefined. */
-interface Argument {
-  readonly name: string;
-  readonly type: string;
-  readonly value: string | number | undefined;
-  readonly literal: string | undefined;
-}
-
-/**
- * `{ field(a: 1) selection }` with literals, or `query Page($a: T) { field(a: $a) selection }`
- * with `variables`: one document for every page of the same shape, as a client sends it. Only the
- * arguments a page sets are declared (Tailcall 1.0.0 refuses a declared variable left out of
- * `variables`, which the GraphQL spec allows).
- */
-function graphqlPost(
-  endpoint: URL,
-  form: Form | undefined,
-  field: string,
-  selection: string,
-  args: readonly Argument[],
-): HttpRequest {
-  let query: string;
-  let variables: Record<string, string | number> | undefined;
-  if (form === 'variables') {
-    const given = args.filter((arg) => arg.value !== undefined);
-    const declared = given.map((arg) => `$${arg.name}: ${arg.type}`).join(', ');
-    query = `query Page(${declared}) { ${field}(${given.map((arg) => `${arg.name}: $${arg.name}`).join(', ')}) ${selection} }`;
-    variables = Object.fromEntries(given.map((arg) => [arg.name, arg.value as string | number]));
-  } else {
-    const given = args.filter((arg) => arg.literal !== undefined).map((arg) => `${arg.name}: ${arg.literal}`);
-    query = `{ ${field}(${given.join(', ')}) ${selection} }`;
-  }
-  return {
-    method: 'POST',
-    path: endpoint.pathname,
-    headers: JSON_HEADERS,
-    body: JSON.stringify(variables === undefined ? { query } : { query, variables }),
-  };
-}
-
-/** `data` of an answer without `errors`; its fields are checked one by one by the callers. */
-function dataOf(body: unknown): any {
-  const answer = body as { data?: unknown; errors?: unknown } | null;
-  return answer !== null && typeof answer === 'object' && answer.errors === undefined ? answer.data : undefined;
-}
-
-/**
- * Ids as exact decimal strings: the store and Tailcall write int64 ids as JSON numbers (read
- * losslessly by send), GraphQL ID is a string.
- */
+/** Ids as exact decimal strings: the store and Tailcall write int64 ids as JSON numbers, GraphQL ID is a string. */
 function idsOf(pets: unknown): string[] | undefined {
   if (!Array.isArray(pets)) return undefined;
-  const ids: string[] = [];
-  for (const pet of pets) {
-    if (typeof pet?.name !== 'string' || !(typeof pet.id === 'string' || isLosslessNumber(pet.id))) return undefined;
-    ids.push(String(pet.id));
-  }
-  return ids;
+  const ok = pets.every(
+    (pet) => typeof pet?.name === 'string' && (typeof pet.id === 'string' || isLosslessNumber(pet.id)),
+  );
+  return ok ? pets.map((pet) => String(pet.id)) : undefined;
 }
 
-/**
- * Sends one request to a target and returns its status and parsed body (undefined when not JSON);
- * numbers stay exact (9007199254740993 is in the demo catalogue).
- */
+/** Sends one request; numbers stay exact (9007199254740993 is in the demo catalogue). */
 export async function send(
   target: Target,
   request: HttpRequest,
 ): Promise<{ status: number; body: unknown; text: string }> {
-  const response = await fetch(new URL(request.path, target.origin), {
-    method: request.method,
-    headers: request.headers,
-    ...(request.body === undefined ? {} : { body: request.body }),
-  });
+  const { method, headers, body } = request;
+  const response = await fetch(new URL(request.path, target.origin), { method, headers, ...(body ? { body } : {}) });
   const text = await response.text();
-  let body: unknown;
   try {
-    body = parse(text);
-  } catch {}
-  return { status: response.status, body, text };
+    return { status: response.status, body: parse(text), text };
+  } catch {
+    return { status: response.status, body: undefined, text };
+  }
 }

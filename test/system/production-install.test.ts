@@ -167,7 +167,12 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
     expect(runtime.user).toBe('node');
     expect(runtime.env.NODE_ENV).toBe('production');
     expect(runtime.expose).toEqual([parseConfig({}).port]);
-    expect(runtime.cmd).toEqual(['node', 'dist/main.js']);
+    // The shell execs node (PID 1 still gets the signals) with npm start's heap flags ahead of the operator's.
+    expect(runtime.cmd).toEqual([
+      'sh',
+      '-c',
+      'NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=32 $NODE_OPTIONS" exec node dist/main.js',
+    ]);
     expect(runtime.healthcheck?.[0]).toBe('node');
   });
 
