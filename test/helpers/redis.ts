@@ -414,3 +414,96 @@ export async function startRedisSentinel(downAfterMs = 1_000): Promise<RedisHa> 
     close,
   };
 }
+
+export interface RedisTls {
+  /** The port that speaks TLS only (the gateway's `rediss://`). */
+  readonly tlsPort: number;
+  /** The CA that signed the server's certificate (for NODE_EXTRA_CA_CERTS). */
+  readonly caFile: string;
+  /** Runs one redis-cli command over the plain port, which only the test uses. */
+  cli(...args: string[]): Promise<string>;
+  /** Kills it by its pid and removes its folder (certificates included). */
+  close(): Promise<void>;
+}
+
+/**
+ * A redis-server speaking TLS on a port of its own, with a certificate for 127.0.0.1 signed by a CA
+ * made for the test with openssl (nothing here can be had from a real CA), and `password` required
+ * once it runs. Its plain port stays open for the test's own redis-cli.
+ */
+export async function startRedisTls(password: string): Promise<RedisTls> {
+  const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
+  let member: Member | undefined;
+  const close = async () => {
+    await member?.kill();
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+  };
+  try {
+    const file = (name: string) => join(dir, name);
+    const openssl = (...args: string[]) => run('openssl', args, { cwd: dir, timeout: 20_000 });
+    await openssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=petstore-test-ca',
+    );
+    await openssl(
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'redis.key',
+      '-out',
+      'redis.csr',
+      '-subj',
+      '/CN=127.0.0.1',
+    );
+    await writeFile(file('ext'), 'subjectAltName=IP:127.0.0.1\n');
+    await openssl(
+      'x509',
+      '-req',
+      '-in',
+      'redis.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'redis.crt',
+      '-days',
+      '1',
+      '-extfile',
+      'ext',
+    );
+    const [port, tlsPort] = [await freePort(), await freePort()];
+    member = await startMember(dir, port, [
+      '--tls-port',
+      String(tlsPort),
+      '--tls-cert-file',
+      file('redis.crt'),
+      '--tls-key-file',
+      file('redis.key'),
+      '--tls-ca-cert-file',
+      file('ca.crt'),
+      '--tls-auth-clients',
+      'no',
+    ]);
+    await cliAt(port, 'CONFIG', 'SET', 'requirepass', password);
+    const cli = (...args: string[]) => cliAt(port, '--no-auth-warning', '-a', password, ...args);
+    return { tlsPort, caFile: file('ca.crt'), cli, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

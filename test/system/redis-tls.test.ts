@@ -1,0 +1,70 @@
+/**
+ * TLS and credentials together on one Redis server: the real entry point (`node --import tsx
+ * src/main.ts`) given `rediss://` and REDIS_PASSWORD reaches a redis-server that speaks TLS only on
+ * that port and requires the password, shares its state there, and says so on /ready. Without the
+ * password, or without trusting the server's CA (a certificate made for the test by openssl, trusted
+ * through NODE_EXTRA_CA_CERTS), it refuses to start in one line: the certificate is verified.
+ * Cluster and Sentinel take the same TLS and credential options through the same connection
+ * factory; their credentials are tested in redis-auth.test.ts, their TLS is not exercised here.
+ */
+
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expectOneLineFailure, MAIN, READY, ROOT, runToExit } from '../helpers/entry-point.js';
+import { killTree, type Started, startUntil } from '../helpers/processes.js';
+import { type RedisTls, startRedisTls } from '../helpers/redis.js';
+
+const PASSWORD = 'a-tls-test-password-of-some-length';
+let redis: RedisTls;
+let started: Started | undefined;
+
+beforeAll(async () => {
+  redis = await startRedisTls(PASSWORD);
+}, 60_000);
+afterAll(async () => {
+  await redis?.close();
+});
+afterEach(async () => {
+  if (started !== undefined) await killTree(started.pid);
+  started = undefined;
+});
+
+const env = (extra: Record<string, string>) => ({
+  PATH: process.env.PATH ?? '',
+  PORT: '0',
+  REDIS_URL: `rediss://127.0.0.1:${redis.tlsPort}`,
+  ...extra,
+});
+
+describe('Redis over TLS with a password (rediss://, REDIS_PASSWORD)', () => {
+  it('reaches Redis, shares its state there and says so on /ready', async () => {
+    started = await startUntil(process.execPath, MAIN, {
+      cwd: ROOT,
+      env: env({ REDIS_PASSWORD: PASSWORD, NODE_EXTRA_CA_CERTS: redis.caFile }),
+      ready: READY,
+      timeoutMs: 30_000,
+    });
+    const url = started.ready[1] as string;
+    const ready = await fetch(new URL('/ready', url));
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ redis: { mode: 'single', reachable: true } });
+    const answer = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ pets(first: 2) { nodes { id } } }' }),
+    });
+    expect(((await answer.json()) as { data?: unknown }).data).toBeDefined();
+    // What it shares (the budget's state, heartbeats, the cursor secret) is in this Redis.
+    expect(Number(await redis.cli('DBSIZE'))).toBeGreaterThan(0);
+    expect(started.output()).not.toContain(PASSWORD);
+  }, 40_000);
+
+  it('refuses to start without the password', async () => {
+    expectOneLineFailure(await runToExit(env({ NODE_EXTRA_CA_CERTS: redis.caFile })), /REDIS_URL/);
+  }, 40_000);
+
+  it("refuses to start when the server's certificate is not trusted", async () => {
+    const run = await runToExit(env({ REDIS_PASSWORD: PASSWORD }));
+    expectOneLineFailure(run, /REDIS_URL/);
+    expect(`${run.stdout}${run.stderr}`).not.toContain(PASSWORD);
+  }, 40_000);
+});
