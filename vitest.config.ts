@@ -47,6 +47,7 @@ const SLOW_FIRST = [
   'test/system/shutdown.test.ts',
   'test/system/redis-ha.test.ts',
   'test/system/redis-auth.test.ts',
+  'test/system/redis-tls.test.ts',
   'test/integration/gateway/budget-integrity.test.ts',
   'test/integration/gateway/rate-limits-redis.test.ts',
   'test/integration/gateway/rate-limits.test.ts',
