@@ -78,9 +78,10 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 20_000,
     // Three workers on a 2-core machine: much of the suite waits (rate windows, Retry-After, deadlines,
-    // the registry during installs), and a third file runs in those waits. With the other core held
-    // busy, a fresh clone's `npm test` took 324 s on Node 20 with two workers and 247 s with three
-    // (Node 24: 220 s), every test passing; the CPU the run used was the same (336 s and 314 s).
+    // the registry during installs), and a third file runs in those waits. From a clean clone
+    // (.ci/run): 287 s on Node 20 and 261 s on Node 24; with the other core held busy by a shell loop,
+    // 316 s on Node 20, every test passing. Four workers were no faster with a core busy (326 s) and
+    // made two timing tests fail.
     maxWorkers: 3,
     sequence: { sequencer: SlowFirst },
     server: { deps: { inline: [SUITE] } },
