@@ -51,23 +51,8 @@ export async function startRedis(): Promise<RedisServer> {
     // so the test-run marker it inherits cannot be read back; the folder names the run instead.
     const child = spawn(
       'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
-        '--logfile',
-        log,
-        // DEBUG SLEEP plays a Redis that stalls without dropping connections (a slow command, a fork).
-        '--enable-debug-command',
-        'local',
-      ],
+      // DEBUG SLEEP plays a Redis that stalls without dropping connections (a slow command, a fork).
+      [...serverArgs(port, dir, log), '--enable-debug-command', 'local'],
       { cwd: dir, stdio: 'ignore' },
     );
     const exited = new Promise<string>((resolve) => {
@@ -151,28 +136,30 @@ interface Member {
   kill(): Promise<void>;
 }
 
+/** A test server's own settings: loopback only, nothing kept on disk, its log in its folder. */
+function serverArgs(port: number, dir: string, log: string): string[] {
+  return [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--logfile',
+    log,
+  ];
+}
+
 async function startMember(dir: string, port: number, args: string[], configFile?: string): Promise<Member> {
   const log = join(dir, `redis-${port}.log`);
-  const child = spawn(
-    'redis-server',
-    [
-      ...(configFile ? [configFile] : []),
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--logfile',
-      log,
-      ...args,
-    ],
-    { cwd: dir, stdio: 'ignore' },
-  );
+  const child = spawn('redis-server', [...(configFile ? [configFile] : []), ...serverArgs(port, dir, log), ...args], {
+    cwd: dir,
+    stdio: 'ignore',
+  });
   const exited = new Promise<string>((resolve) => {
     child.once('exit', (code, signal) => resolve(`exited (${signal ?? code})`));
     child.once('error', (error) => resolve(`could not be started: ${error.message}`));

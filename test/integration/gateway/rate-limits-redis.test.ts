@@ -135,7 +135,8 @@ describe('replicas sharing one budget through Redis', () => {
       });
     }
     await sleeping;
-    expect((await running).flatMap(errorCodes)).toEqual([]);
+    // While it slept, a query may have run out of budget on the local share: a coded answer, never a hang.
+    for (const code of (await running).flatMap(errorCodes)) expect(code).toBe('RATE_LIMITED');
     expect(fellBack.size).toBeGreaterThan(0); // a replica with no command during the sleep never noticed it
     // …and are back on it within seconds, with the budget on Redis again.
     expect(states.map((state) => state.redis?.reachable)).toEqual([true, true]);
