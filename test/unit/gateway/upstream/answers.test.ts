@@ -6,13 +6,11 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../../../src/gateway/observability/logger.js';
 import { stringBytes } from '../../../../src/gateway/shared/bytes.js';
-import { createOperation } from '../../../../src/gateway/upstream/operation.js';
-import type { UpstreamCall } from '../../../../src/gateway/upstream/pipeline.js';
 import type { Generation, UpstreamResponse } from '../../../../src/gateway/upstream/response.js';
 import { type AnswerStore, memoryAnswers } from '../../../../src/gateway/upstream/sharing/answers.js';
 import { createResponseSharing } from '../../../../src/gateway/upstream/sharing/sharing.js';
+import { upstreamCall } from '../../../helpers/upstream-call.js';
 
 const MB = 1024 * 1024;
 const answer = (body: string, link?: string) => ({
@@ -136,16 +134,4 @@ describe('sharing across a write another replica made', () => {
   });
 });
 
-function call(): UpstreamCall {
-  const operation = createOperation({ logger: createLogger('silent'), maxWaitMs: 1_000, timeoutMs: 1_000 });
-  return {
-    key: 'k',
-    keyId: 'kid',
-    route: 'listPets',
-    url: new URL('http://store.test/v1/pets?limit=1'),
-    body: undefined,
-    operation,
-    signal: undefined,
-    dispatched: false,
-  };
-}
+const call = () => upstreamCall();

@@ -5,28 +5,15 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../../../src/gateway/observability/logger.js';
 import { keyIdOf } from '../../../../src/gateway/shared/key-id.js';
-import { createOperation } from '../../../../src/gateway/upstream/operation.js';
 import type { UpstreamCall } from '../../../../src/gateway/upstream/pipeline.js';
 import type { UpstreamResponse } from '../../../../src/gateway/upstream/response.js';
 import { rejectedKeys } from '../../../../src/gateway/upstream/stages/rejected-keys.js';
+import { upstreamCall } from '../../../helpers/upstream-call.js';
 
 const KEY = 'sk_live_0123456789abcdefghijklmnopq';
 
-function call(key: string): UpstreamCall {
-  const operation = createOperation({ logger: createLogger('silent'), maxWaitMs: 1_000, timeoutMs: 1_000 });
-  return {
-    key,
-    keyId: keyIdOf(key),
-    route: 'listPets',
-    url: new URL('http://store.test/v1/pets?limit=1'),
-    body: undefined,
-    operation,
-    signal: undefined,
-    dispatched: false,
-  };
-}
+const call = (key: string) => upstreamCall({ key, keyId: keyIdOf(key) });
 
 function refusing(body: (key: string) => string) {
   const asked: string[] = [];

@@ -21,23 +21,11 @@ import { operationBudget } from '../../../../src/gateway/upstream/stages/operati
 import { resendOnReset } from '../../../../src/gateway/upstream/stages/resend.js';
 import { traceUpstream } from '../../../../src/gateway/upstream/stages/span.js';
 import { memoryTracer } from '../../../helpers/tracing.js';
+import { upstreamCall } from '../../../helpers/upstream-call.js';
 
 const OK: UpstreamResponse = { status: 200, headers: {}, body: '[]' };
 
-function call(overrides: Partial<UpstreamCall> = {}): UpstreamCall {
-  const operation = createOperation({ logger: createLogger('silent'), maxWaitMs: 1_000, timeoutMs: 1_000 });
-  return {
-    key: 'k',
-    keyId: 'kid',
-    route: 'listPets',
-    url: new URL('http://store.test/v1/pets?limit=1'),
-    body: undefined,
-    operation,
-    signal: undefined,
-    dispatched: false,
-    ...overrides,
-  };
-}
+const call = upstreamCall;
 
 const reset = () => Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' });
 
