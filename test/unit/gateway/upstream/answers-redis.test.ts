@@ -6,30 +6,16 @@
  * one store and refuses new ones; the other store reaches Redis directly.
  */
 
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
 import type { Generation } from '../../../../src/gateway/upstream/response.js';
 import { type AnswerStore, memoryAnswers } from '../../../../src/gateway/upstream/sharing/answers.js';
 import { type RedisAnswersOptions, redisAnswers } from '../../../../src/gateway/upstream/sharing/answers-redis.js';
-import { type RedisServer, startRedis } from '../../../helpers/redis.js';
-import { startTcpProxy, type TcpProxy } from '../../../helpers/tcp-proxy.js';
+import { redisBehindProxy } from '../../../helpers/redis-behind-proxy.js';
 
-let redis: RedisServer;
-let proxy: TcpProxy;
-const closers: (() => Promise<void>)[] = [];
+const shared = redisBehindProxy();
+const { closers } = shared;
 let run = 0;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  proxy = await startTcpProxy({ port: redis.port });
-});
-afterAll(async () => {
-  await proxy?.close();
-  await redis?.stop();
-});
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
 
 /** Two stores of one prefix: `cutOff` through the proxy, `direct` straight to Redis. */
 async function replicas(
@@ -45,8 +31,8 @@ async function replicas(
     });
     return store;
   };
-  const cutOff = make(`redis://127.0.0.1:${proxy.port}`);
-  const direct = make(redis.url);
+  const cutOff = make(`redis://127.0.0.1:${shared.proxy.port}`);
+  const direct = make(shared.redis.url);
   // Connected: the first command answered.
   await until(async () => typeof (await cutOff.generation('warm-up')) === 'string');
   await until(async () => typeof (await direct.generation('warm-up')) === 'string');
@@ -62,7 +48,7 @@ describe('answers shared through Redis', () => {
     expect(await direct.generation('k')).toBe(first);
     await direct.set('k', 'u', answer('[1]'), 60_000, first);
     expect((await direct.read('k', 'u')).stored?.response.body).toBe('[1]');
-    await redis.cli('FLUSHALL');
+    await shared.redis.cli('FLUSHALL');
     const after = await direct.generation('k');
     expect(after).not.toBe(first);
     expect(typeof after).toBe('string');
@@ -72,14 +58,14 @@ describe('answers shared through Redis', () => {
     const { cutOff, direct } = await replicas();
     const before = await direct.generation('k');
     await direct.set('k', 'u', answer('[before]'), 60_000, before);
-    await proxy.cut();
+    await shared.proxy.cut();
     try {
       await cutOff.invalidate('k');
       // The replica that wrote serves the key from what it holds itself, which knows of the write.
       expect((await cutOff.read('k', 'u')).stored).toBeUndefined();
       expect(await direct.generation('k')).toBe(before);
     } finally {
-      await proxy.heal();
+      await shared.proxy.heal();
     }
     expect(await until(async () => (await direct.generation('k')) !== before)).toBe(true);
     expect((await direct.read('k', 'u')).stored).toBeUndefined();
@@ -89,12 +75,12 @@ describe('answers shared through Redis', () => {
     const { cutOff, direct } = await replicas({ maxPending: 1 });
     const before = new Map<string, Generation>();
     for (const key of ['a', 'b', 'c']) before.set(key, await direct.generation(key));
-    await proxy.cut();
+    await shared.proxy.cut();
     try {
       await cutOff.invalidate('a');
       await cutOff.invalidate('b');
     } finally {
-      await proxy.heal();
+      await shared.proxy.heal();
     }
     // 'b' was not held to be replayed, and 'c' never wrote: both are fenced all the same.
     expect(await until(async () => (await direct.generation('b')) !== before.get('b'))).toBe(true);

@@ -8,40 +8,27 @@
  * what happened) is fenced.
  */
 
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { RateWindow, RedisTarget } from '../../../../src/config.js';
 import { createLogger } from '../../../../src/gateway/observability/logger.js';
 import { RedisBudgetStore } from '../../../../src/gateway/upstream/limits/budget-redis.js';
 import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
-import { type RedisServer, startRedis } from '../../../helpers/redis.js';
-import { startTcpProxy, type TcpProxy } from '../../../helpers/tcp-proxy.js';
+import { redisBehindProxy } from '../../../helpers/redis-behind-proxy.js';
 
 const TEN_PER_TWO_SECONDS: RateWindow[] = [{ count: 10, windowMs: 2_000 }];
-let redis: RedisServer;
-let proxy: TcpProxy;
-const closers: (() => Promise<void>)[] = [];
+const shared = redisBehindProxy();
+const { closers } = shared;
 let run = 0;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  proxy = await startTcpProxy({ port: redis.port });
-});
-afterAll(async () => {
-  await proxy?.close();
-  await redis?.stop();
-});
 afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
   if (partitioned) await heal();
 });
-
 let partitioned = false;
 async function cut(): Promise<void> {
-  await proxy.cut();
+  await shared.proxy.cut();
   partitioned = true;
 }
 async function heal(): Promise<void> {
-  await proxy.heal();
+  await shared.proxy.heal();
   partitioned = false;
 }
 
@@ -60,8 +47,8 @@ async function replicas(): Promise<{ cutOff: RedisBudgetStore; direct: RedisBudg
     });
     return store;
   };
-  const cutOff = make(`redis://127.0.0.1:${proxy.port}`);
-  const direct = make(redis.url);
+  const cutOff = make(`redis://127.0.0.1:${shared.proxy.port}`);
+  const direct = make(shared.redis.url);
   await cutOff.ready();
   await direct.ready();
   await cutOff.ready(); // its heartbeat now counts both
