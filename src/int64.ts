@@ -6,7 +6,8 @@
 export const INT64_MIN = -(2n ** 63n);
 export const INT64_MAX = 2n ** 63n - 1n;
 
-const DECIMAL_INTEGER = /^-?[0-9]{1,19}$/;
+/** Up to 19 decimal digits, optionally negative: what parseInt64 reads before checking the range. */
+export const DECIMAL_INTEGER = /^-?[0-9]{1,19}$/;
 
 /** Parses a base-10 int64 written as digits only (no sign `+`, exponent or fraction); else undefined. */
 export function parseInt64(text: string): bigint | undefined {

@@ -7,9 +7,8 @@
  */
 
 import type { OperationLimits, PetLookup, RateWindow } from '../../../config.js';
-
-/** What may be an int64 id (parseInt64's test): anything else is refused before any request. */
-const DECIMAL_INTEGER = /^-?[0-9]{1,19}$/;
+// What may be an int64 id (parseInt64's test): anything else is refused before any request.
+import { DECIMAL_INTEGER } from '../../../int64.js';
 
 /** The deprecated endpoint's removal date (its Sunset header, RFC 8594): never called on or after it. */
 export const GET_PET_SUNSET = Date.UTC(2030, 11, 5);

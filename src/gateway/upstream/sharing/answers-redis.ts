@@ -22,6 +22,7 @@ import {
   type AnswerStore,
   answerBytes,
   DEFAULT_CACHE_BYTES,
+  keptAnswer,
   LARGEST_SHARE,
   type MemoryAnswers,
   type StoredAnswer,
@@ -201,9 +202,7 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
       const key = answerKey(keyId, url);
       if (answerBytes(key, answer.response) > maxEntryBytes) return;
       // What a reader needs of the answer: the body, and the Link to the next page.
-      const { status, body, headers } = answer.response;
-      const kept = headers.link === undefined ? {} : { link: headers.link };
-      const value = JSON.stringify({ response: { status, headers: kept, body, generation }, at: answer.at });
+      const value = JSON.stringify({ response: keptAnswer(answer.response, generation), at: answer.at });
       // Not kept in process when Redis fails: it was asked under a Redis generation, which the fallback does not know.
       await shared(
         async () => {
