@@ -199,15 +199,24 @@ export function createLimiter(options: LimiterOptions): Limiter {
     });
   }
 
-  /** Waits for a reservation; returns its sequence number. */
-  async function reserve(call: UpstreamCall, waitingSince: number, deadline: number): Promise<number> {
+  /**
+   * Waits for a reservation; returns its sequence number and the epoch of the store that made it: a
+   * reservation may lie up to PETSTORE_MAX_WAIT ahead, and Redis may be lost or back meanwhile.
+   */
+  async function reserve(
+    call: UpstreamCall,
+    waitingSince: number,
+    deadline: number,
+  ): Promise<{ seq: number; epoch: number | undefined }> {
     let poll = SHARED_POLL_MS;
     for (let asked = waitingSince; ; asked = now()) {
       const reservation = await options.store.reserve(call.keyId, options.windows, asked, deadline);
+      // The store that made it (a Redis failure falls back within the call), read before any wait.
+      const epoch = options.store.epoch;
       const start = now();
       if (reservation.ok) {
         remember(usage, call.keyId, { used: reservation.used, freeAt: reservation.freeAt, at: start });
-        if (reservation.at <= start) return reservation.seq;
+        if (reservation.at <= start) return { seq: reservation.seq, epoch };
         options.onEvent?.({ type: 'throttled', waitMs: reservation.at - start });
         try {
           await sleep(reservation.at - start, call.signal);
@@ -215,7 +224,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           await release(call.keyId, reservation.seq);
           throw error;
         }
-        return reservation.seq;
+        return { seq: reservation.seq, epoch };
       }
       // Blocked by an answer in flight (a probe's, or one of the last few of a window): it decides,
       // so wait for it up to the deadline. Past it, if the upstream answered nothing for the key all
@@ -319,8 +328,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     let seq: number;
     let epoch: number | undefined;
     try {
-      seq = await reserve(call, waitingSince, deadline);
-      epoch = options.store.epoch;
+      ({ seq, epoch } = await reserve(call, waitingSince, deadline));
     } finally {
       // The next client in turn plans now: planned requests never pile up ahead of a light client.
       endTurn();
