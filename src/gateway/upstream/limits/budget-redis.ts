@@ -250,6 +250,7 @@ export class RedisBudgetStore implements BudgetStore {
   #replicas = 1;
   #epoch = 0;
   #fallback: MemoryBudgetStore | undefined;
+  #closed = false;
   #rejoinTimer: NodeJS.Timeout | undefined;
   #rejoining = false;
   /** A key whose command failed: the rejoin probe asks its slot (on a Cluster, the primary that failed). */
@@ -415,8 +416,10 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     clearInterval(this.#heartbeat);
     if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
+    this.#rejoinTimer = undefined;
   }
 
   /**
@@ -481,6 +484,8 @@ export class RedisBudgetStore implements BudgetStore {
     }
     this.#fallback = fallback;
     this.#epoch++;
+    // Closed: a request still finishing met its closed connection; nothing to tell, nothing to rejoin.
+    if (this.#closed) return;
     this.#onShared?.(false);
     this.#logger.warn(
       { reason: (error as Error).message, share: `1/${this.#replicas}` },
