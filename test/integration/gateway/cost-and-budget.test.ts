@@ -133,6 +133,21 @@ describe('priced and dry-run as execution reads the operation', () => {
     expect(target.count()).toBe(1);
   });
 
+  // Found in review: a variable only in what is asked of rateLimit made the reading "fixed", read
+  // without variables, and the dry run's answer threw (INTERNAL_SERVER_ERROR).
+  it("reads a dry run's own @include by the request's variables", async () => {
+    const target = await start({ env: { PETSTORE_RATE_LIMITS: '60/1m' } });
+    const query =
+      'query ($x: Boolean!) { rateLimit(dryRun: true) { cost remaining @include(if: $x) } pets(first: 1) { nodes { id } } }';
+    const shown = await target.query(query, { variables: { x: true } });
+    expect(shown.body.errors).toBeUndefined();
+    expect(shown.body.data).toEqual({ rateLimit: { cost: 1, remaining: expect.any(Number) } });
+    const hidden = await target.query(query, { variables: { x: false } });
+    expect(hidden.body.errors).toBeUndefined();
+    expect(hidden.body.data).toEqual({ rateLimit: { cost: 1 } });
+    expect(target.count()).toBe(0);
+  });
+
   it('does not dry-run a rateLimit field that @skip leaves out, nor price a pets field it leaves out', async () => {
     const target = await start({ env: { PETSTORE_RATE_LIMITS: '60/1m' } });
     const query =

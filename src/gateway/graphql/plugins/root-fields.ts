@@ -212,9 +212,15 @@ function dependsOnVariables(
   const spread = new Set<string>();
   const check = (set: SelectionSetNode): boolean =>
     set.selections.some((selection) => {
-      if (selection.directives?.some(hasVariable)) return true;
+      if (selection.directives?.some((node) => hasVariable(node))) return true;
       if (selection.kind === Kind.FIELD) {
-        return READ_ARGUMENTS.has(selection.name.value) && (selection.arguments ?? []).some(hasVariable);
+        // A dry run also reads what is asked of rateLimit (its @skip/@include), with the variables.
+        if (selection.name.value === 'rateLimit' && selection.selectionSet !== undefined) {
+          if (hasVariable(selection.selectionSet, true)) return true;
+        }
+        return (
+          READ_ARGUMENTS.has(selection.name.value) && (selection.arguments ?? []).some((node) => hasVariable(node))
+        );
       }
       if (selection.kind === Kind.INLINE_FRAGMENT) return check(selection.selectionSet);
       const fragment = fragments.get(selection.name.value);
@@ -225,13 +231,13 @@ function dependsOnVariables(
   return check(selectionSet);
 }
 
-function hasVariable(node: ASTNode): boolean {
+/** Whether `node` holds a variable (or, with `orSpread`, a fragment spread, whose variables are elsewhere). */
+function hasVariable(node: ASTNode, orSpread = false): boolean {
   let found = false;
-  visit(node, {
-    Variable() {
-      found = true;
-      return BREAK;
-    },
-  });
+  const stop = () => {
+    found = true;
+    return BREAK;
+  };
+  visit(node, orSpread ? { Variable: stop, FragmentSpread: stop } : { Variable: stop });
   return found;
 }
