@@ -75,11 +75,8 @@ function sendAsset(req: IncomingMessage, res: ServerResponse, pathname: string, 
     body = asset.gzipped;
     res.setHeader('Content-Encoding', 'gzip');
   }
-  res.writeHead(200, {
-    'Content-Type': asset.type,
-    'Content-Length': body.length,
-    'X-Content-Type-Options': 'nosniff',
-  });
+  // X-Content-Type-Options: nosniff comes with every answer of the edge (http.ts).
+  res.writeHead(200, { 'Content-Type': asset.type, 'Content-Length': body.length });
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 
