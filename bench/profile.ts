@@ -1,12 +1,10 @@
 /**
  * `npm run bench:profile`: where the gateway's CPU goes on the one-call query (BENCH_WORKLOAD=mix:
- * the distinct mix), sharing off and on. The gateway runs as `npm start` runs it, pinned to core 1
- * under V8's sampling profiler (`--cpu-prof`); wrk loads it with 32 connections from core 0 for
- * BENCH_DURATION seconds (10) after a 2 s warm-up; the samples are summed by who owns the code that
- * ran: Node's own JavaScript, each npm package, the gateway's code (dist/), the garbage collector,
- * V8 itself, idle. Self time over the process's whole life (start-up and warm-up too), so the
- * shares add up to 100%. BENCH_PROFILE_DIR=folder keeps the
- * .cpuprofile files for Chrome DevTools.
+ * the distinct mix), sharing off and on: the gateway as `npm start` runs it on core 1 under V8's
+ * sampling profiler (`--cpu-prof`), wrk with 32 connections from core 0 for BENCH_DURATION s after a
+ * 2 s warm-up. Self time by who owns the code (Node, each package, dist/, the garbage collector, V8,
+ * idle) over the process's whole life, so the shares add up to 100%. BENCH_PROFILE_DIR=folder keeps
+ * the .cpuprofile files for Chrome DevTools.
  */
 
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -14,21 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, requireWrk, setting } from './lib/load.js';
 import { walkMix } from './lib/mix.js';
-import { LOAD_CORE, pinSelf, SERVER_CORE, stopAll } from './lib/processes.js';
+import { LOAD_CORE, pinSelf, SERVER_CORE, stop, stopAll } from './lib/processes.js';
 import { startGateway, startStore } from './lib/servers.js';
 import { gatewayTarget, ONE_CALL, type PageQuery } from './lib/targets.js';
+import { table } from './lib/text.js';
 
-interface CallFrame {
-  readonly functionName: string;
-  readonly url: string;
-  readonly lineNumber: number;
-}
-
-interface CpuProfile {
-  readonly nodes: readonly { readonly id: number; readonly callFrame: CallFrame }[];
-  readonly samples: readonly number[];
-  readonly timeDeltas: readonly number[];
-}
+/** A frame of V8's .cpuprofile (the Chrome DevTools Protocol's Profiler.CallFrame). */
+type CallFrame = { readonly functionName: string; readonly url: string; readonly lineNumber: number };
 
 /** Who owns a frame: a package, Node, the gateway, or one of V8's pseudo-frames. */
 function owner({ functionName, url }: CallFrame): string {
@@ -58,12 +48,12 @@ const where = ({ functionName, url, lineNumber }: CallFrame): string =>
 
 /** Self time by owner and by function, as shares of all samples, the heaviest first. */
 function summarise(file: string): { owners: [string, number][]; functions: [string, number][] } {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
-  const byId = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+  const profile = JSON.parse(readFileSync(file, 'utf8'));
+  const byId = new Map<number, CallFrame>(profile.nodes.map((node: any) => [node.id, node.callFrame]));
   const owners = new Map<string, number>();
   const functions = new Map<string, number>();
   let all = 0;
-  profile.samples.forEach((id, i) => {
+  profile.samples.forEach((id: number, i: number) => {
     const frame = byId.get(id);
     const delta = profile.timeDeltas[i] ?? 0;
     if (frame === undefined) return;
@@ -100,9 +90,7 @@ try {
     const requests = pages.map((page) => target.request(page, mix ? 'variables' : undefined));
     await load(target, requests, { seconds: 2, connections: 32, dir });
     const result = await load(target, requests, { seconds: SECONDS, connections: 32, dir });
-    const exited = new Promise((resolve) => served.child.once('exit', resolve));
-    served.child.kill('SIGTERM');
-    await exited;
+    await stop(served.child); // the profile is written on exit
     const file = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'));
     if (file === undefined) throw new Error(`no profile was written for ${label}`);
     const { owners, functions } = summarise(join(dir, file));
@@ -111,11 +99,16 @@ try {
     console.log(
       `**This gateway, ${label}**: ${Math.round(result.rps).toLocaleString('en')} req/s under the profiler\n`,
     );
-    console.log('| who runs | share of the process |\n|---|---:|');
-    for (const [name, share] of owners) if (share >= 0.005) console.log(`| ${name} | ${(share * 100).toFixed(1)}% |`);
-    console.log('\n| heaviest functions (self time) | share |\n|---|---:|');
-    for (const [name, share] of functions) console.log(`| \`${name}\` | ${(share * 100).toFixed(1)}% |`);
-    console.log('');
+    const percent = ([name, share]: [string, number]) => [name, `${(share * 100).toFixed(1)}%`];
+    console.log(
+      `${table(['who runs', 'share of the process'], owners.filter(([, share]) => share >= 0.005).map(percent))}\n`,
+    );
+    console.log(
+      `${table(
+        ['heaviest functions (self time)', 'share'],
+        functions.map(([name, share]) => percent([`\`${name}\``, share])),
+      )}\n`,
+    );
   }
 } finally {
   await stopAll();

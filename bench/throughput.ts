@@ -1,29 +1,36 @@
 /**
  * `npm run bench:throughput`: this gateway side by side with REST direct, Tailcall and GraphQL Mesh,
- * in one run, printed as Markdown (docs/benchmarks.md quotes it). Workloads:
- *
- *   one call      the same page of 20 pets on every request: what sharing identical requests in
- *                 flight can flatter; then the peak RSS while 200 connections send it
- *   distinct mix  ~1,400 different pages in turn (bench/lib/mix.ts), GraphQL with variables: every
- *                 request its own upstream call; on every target that answers each page as the store
- *
- * The server under test runs pinned to core 1; the store, wrk and this script on core 0. The store's
- * key has limits no run reaches and the gateway runs with PETSTORE_RATE_LIMITS=off: plumbing, not
- * rate limiting (bench:limits measures that). Each target gets a warm-up, then BENCH_ROUNDS runs
- * interleaved across targets, each right after BENCH_REWARM seconds of unmeasured load (a target
- * waits over a minute between its runs, and V8 answers the first seconds after a pause slower);
- * medians. A peer not installed (bench/tailcall, bench/mesh) is skipped with a note.
+ * printed as Markdown (docs/benchmarks.md quotes it). *One call* repeats one page of 20 pets (what
+ * sharing requests in flight flatters), then the peak RSS while 200 connections send it; the
+ * *distinct mix* (bench/lib/mix.ts) sends ~1,400 different pages in turn, on every target that
+ * answers each page as the store does. The gateway runs as `npm start` runs it, with
+ * PETSTORE_COALESCE=false, and asked by `documentId` (PERSISTED_DOCUMENTS); BENCH_NODE=<node> runs
+ * it on another Node line. Rate limits are off: plumbing, not pacing (bench:limits measures that).
+ * Servers under test on core 1, the store, wrk and this script on core 0. A warm-up, then
+ * BENCH_ROUNDS runs interleaved across targets, each after BENCH_REWARM s of unmeasured load (V8
+ * answers the first seconds after a pause slower); medians. A peer not set up is skipped with a note.
  */
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { load, requireWrk, setting } from './lib/load.js';
 import { checkMix, meanPageSize, walkMix } from './lib/mix.js';
 import { meshSkipped, startMesh, startTailcall, tailcallSkipped } from './lib/peers.js';
 import { LOAD_CORE, peakRss, pinSelf, rssMb, SERVER_CORE, stopAll } from './lib/processes.js';
-import { BENCH_KEY, startGateway, startStore } from './lib/servers.js';
-import { gatewayTarget, meshTarget, ONE_CALL, restTarget, send, type Target, tailcallTarget } from './lib/targets.js';
+import { BENCH_KEY, GATEWAY_NODE, startGateway, startStore } from './lib/servers.js';
+import {
+  gatewayTarget,
+  meshTarget,
+  ONE_CALL,
+  type PageQuery,
+  restTarget,
+  send,
+  type Target,
+  tailcallTarget,
+} from './lib/targets.js';
 import { median, table } from './lib/text.js';
 
 const [CONNECTIONS, WARMUP_S, DURATION_S, ROUNDS] = [
@@ -40,6 +47,7 @@ const ROW = {
   tailcall: 'Tailcall 1.0.0, no dedupe',
   gateway: 'this gateway, coalescing on (default)',
   gatewayOff: 'this gateway, `PETSTORE_COALESCE=false`',
+  gatewayById: 'this gateway, by `documentId` (trusted documents)',
   mesh: 'Mesh v1 + Hive Gateway 2.15.1',
 };
 
@@ -57,6 +65,28 @@ async function answersOneCall(target: Target, timeoutMs = 30_000): Promise<void>
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   throw new Error(`${target.name} did not answer correctly: ${last}${target.log ? ` (log: ${target.log})` : ''}`);
+}
+
+/**
+ * The gateway asked by `documentId`: each request the text target would send, its document replaced
+ * by its SHA-256 id, and the manifest that lists them (written before the gateway starts).
+ */
+function byDocumentId(pages: readonly PageQuery[], dir: string) {
+  const text = (page: PageQuery, form?: 'variables') =>
+    gatewayTarget('', 'http://127.0.0.1/graphql', 0).request(page, form);
+  const asId = (request: ReturnType<typeof text>) => {
+    const { query, variables } = JSON.parse(request.body as string);
+    const id = `sha256:${createHash('sha256').update(query).digest('hex')}`;
+    return { id, query, request: { ...request, body: JSON.stringify({ documentId: id, variables }) } };
+  };
+  const manifest = join(dir, 'manifest.json');
+  const listed = [asId(text(ONE_CALL)), ...pages.map((page) => asId(text(page, 'variables')))];
+  writeFileSync(manifest, JSON.stringify(Object.fromEntries(listed.map(({ id, query }) => [id, query]))));
+  const target = (url: string, pid: number): Target => {
+    const base = gatewayTarget(ROW.gatewayById, url, pid);
+    return { ...base, request: (page, form) => asId(base.request(page, form)).request };
+  };
+  return { manifest, target };
 }
 
 /** A row of a table: the medians over a target's measured runs. */
@@ -110,16 +140,19 @@ async function main(dir: string): Promise<string> {
     const peer = await startTailcall(SERVER_CORE, store.url, BENCH_KEY, dedupe, dir);
     targets.push(tailcallTarget(dedupe ? ROW.tailcallDedupe : ROW.tailcall, peer.url, peer.pid, peer.log));
   }
+  progress('mix: walking every page through a gateway started for the walk');
+  const pages = await walkMix(SERVER_CORE, store.url);
   const on = await startGateway(SERVER_CORE, store.url);
   const off = await startGateway(SERVER_CORE, store.url, { settings: { PETSTORE_COALESCE: 'false' } });
+  const trusted = byDocumentId(pages, dir);
+  const byId = await startGateway(SERVER_CORE, store.url, { settings: { PERSISTED_DOCUMENTS: trusted.manifest } });
   targets.push(gatewayTarget(ROW.gateway, on.url, on.pid), gatewayTarget(ROW.gatewayOff, off.url, off.pid));
+  targets.push(trusted.target(byId.url, byId.pid));
   const mesh = meshSkipped() ?? (await startMesh(SERVER_CORE, store.url, BENCH_KEY, dir));
   if (typeof mesh !== 'string') targets.push(meshTarget(ROW.mesh, mesh.url, mesh.pid, mesh.log));
   notes.push(...[tailcall, mesh].filter((note): note is string => typeof note === 'string'));
   for (const target of targets) await answersOneCall(target);
 
-  progress('mix: walking every page through a gateway started for the walk');
-  const pages = await walkMix(SERVER_CORE, store.url);
   const rest = targets[0] as Target;
   const expected: string[][] = [];
   for (const page of pages) expected.push(rest.ids((await send(rest, rest.request(page))).body) ?? []);
@@ -155,7 +188,8 @@ async function main(dir: string): Promise<string> {
   const ratio = (ours: string, theirs: string) =>
     `one call ${share(oneCall, ours, theirs)}, distinct mix ${share(mix, ours, theirs)}`;
   const model = cpus()[0]?.model.trim() ?? 'unknown CPU';
-  const machine = `${model}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, Node ${process.version}`;
+  const gatewayNode = execFileSync(GATEWAY_NODE, ['--version'], { encoding: 'utf8' }).trim();
+  const machine = `${model}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, the gateways on Node ${gatewayNode}`;
   return [
     `Command: \`npm run bench\` (BENCH_CONNECTIONS=${CONNECTIONS} BENCH_WARMUP=${WARMUP_S} BENCH_REWARM=${REWARM_S} BENCH_DURATION=${DURATION_S} BENCH_ROUNDS=${ROUNDS})`,
     '',
@@ -175,6 +209,7 @@ async function main(dir: string): Promise<string> {
     '',
     `- this gateway's req/s as a share of Tailcall's, sharing off on both sides: ${ratio(ROW.gatewayOff, ROW.tailcall)}`,
     `- the same, sharing on on both sides: ${ratio(ROW.gateway, ROW.tailcallDedupe)}`,
+    `- by \`documentId\` as a share of the same gateway asked by text: ${ratio(ROW.gatewayById, ROW.gateway)}`,
     `- this gateway's req/s, sharing off, as a share of Mesh's: ${ratio(ROW.gatewayOff, ROW.mesh)}; of REST direct: ${ratio(ROW.gatewayOff, ROW.rest)}`,
     ...notes.map((note) => `- ${note}`),
   ].join('\n');

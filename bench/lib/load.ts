@@ -80,19 +80,6 @@ export async function load(
   const cpuS = cpuSeconds(target.pid) - cpuBefore;
   const match = /^RESULT (\d+) (\d+) (\d+) ([\d.]+) ([\d.]+)$/m.exec(stdout);
   if (!match) throw new Error(`unexpected wrk output:\n${stdout}`);
-  const [requestCount, durationUs, errors, p50Us, p99Us] = match.slice(1).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  return {
-    rps: requestCount / (durationUs / 1e6),
-    p50Ms: p50Us / 1000,
-    p99Ms: p99Us / 1000,
-    requests: requestCount,
-    errors,
-    cpuS,
-  };
+  const [sent, us, errors, p50Us, p99Us] = match.slice(1).map(Number) as [number, number, number, number, number];
+  return { rps: sent / (us / 1e6), p50Ms: p50Us / 1000, p99Ms: p99Us / 1000, requests: sent, errors, cpuS };
 }

@@ -1,35 +1,26 @@
 /**
- * The distinct mix: a workload that sharing cannot flatter. Every page of the demo catalogue, for
- * every page size from 1 to 100 and every status filter (and none), walked through the gateway's
- * own cursors: about 1,400 different pages, shuffled with a fixed seed and sent in turn, so no two
- * requests in flight are alike. A page after the first continues after the previous page's last
- * pet: the gateway through that page's endCursor, the others through `after` = that pet's id, as
- * the store's `Link: rel="next"` says.
+ * The distinct mix, a workload sharing cannot flatter: every page of the demo catalogue for every
+ * size from 1 to 100 and status filter (and none), about 1,400 pages, shuffled with a fixed seed and
+ * sent in turn. A later page goes on after the previous page's last pet: the gateway by its
+ * endCursor, the others by `after` = that pet's id, as the store's `Link: rel="next"` says.
  */
 
 import { stop } from './processes.js';
 import { startGateway } from './servers.js';
 import { gatewayTarget, type PageQuery, send, type Target } from './targets.js';
 
-/** Requests in flight at once while walking and checking: quick, and not load. */
-const CONCURRENCY = 8;
-
-/** Runs `work` on every item, CONCURRENCY at a time, results in order. */
+/** Runs `work` on every item, 8 at a time (quick, and not load), results in order. */
 async function each<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = [];
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < items.length; i = next++) out[i] = await work(items[i] as T);
   };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  await Promise.all(Array.from({ length: 8 }, worker));
   return out;
 }
 
-/**
- * The mix, walked through a gateway started for the walk and stopped afterwards (a measured gateway
- * that had made it would carry its heap into its rows); its cursors are valid on every gateway of
- * the run (one CURSOR_SECRET).
- */
+/** The mix, walked through a gateway of its own (a measured one would carry the walk's heap into its rows). */
 export async function walkMix(core: string, storeUrl: string): Promise<PageQuery[]> {
   const walker = await startGateway(core, storeUrl);
   const target = gatewayTarget('walker', walker.url, walker.pid);
@@ -80,9 +71,9 @@ function shuffle<T>(items: T[], seed: number): T[] {
 }
 
 /**
- * Sends every page of the mix to `target` once and compares the ids with the store's own answer
- * (`expected`): a target that cannot express the mix fails here, not silently under load. One that
- * rounds int64 ids to doubles still serves the same pages: reported, not a mismatch.
+ * Every page of the mix sent to `target` once, its ids compared with the store's (`expected`): a
+ * target that cannot serve the mix fails here, not silently under load. Ids rounded to doubles are
+ * the same pages: reported, not a mismatch.
  */
 export async function checkMix(target: Target, mix: readonly PageQuery[], expected: readonly string[][]) {
   const answers = await each(mix, (page) => send(target, target.request(page, 'variables')));

@@ -1,10 +1,8 @@
 /**
- * The peers `npm run bench:throughput` compares the gateway with, each installed on demand into its
- * own folder under bench/ (never a dependency of the project), started pinned to the server core,
- * on loopback, in front of the store the bench started:
- *
- *   Tailcall 1.0.0 (Rust)           bench/tailcall/setup.sh; the bench writes its config per store
- *   GraphQL Mesh v1 + Hive Gateway  bench/mesh/setup.sh; the bench composes a supergraph per store
+ * The peers bench:throughput compares the gateway with, each installed on demand into its own folder
+ * (npm run bench:tailcall:setup, bench:mesh:setup; never a dependency of the project), started
+ * pinned to the server core in front of the bench's store: Tailcall 1.0.0 on a config written here,
+ * GraphQL Mesh v1 with Hive Gateway on a supergraph composed here.
  */
 
 import { execFileSync } from 'node:child_process';
@@ -24,10 +22,7 @@ export interface Peer {
   readonly log: string;
 }
 
-/**
- * Tailcall's environment: no usage tracking, and a scratch HOME and cache so its update check never
- * reaches for the network and nothing is written to the user's home.
- */
+/** No usage tracking, and a scratch HOME and cache: no update check, nothing written to the user's home. */
 const tailcallEnv = (dir: string) => ({
   PATH: process.env.PATH,
   TC_TRACKER: 'false',

@@ -1,60 +1,75 @@
 /**
- * This project's servers for the load benches: the reference store, and the gateway as `npm start`
- * runs it (`node --max-old-space-size=256 dist/main.js`) pinned to a core, or another build's, or on
- * another Node.
+ * This project's servers for the benches: the reference store in the bench's own process, the built
+ * gateway as `npm start` runs it (node with the heap flags of package.json's start script,
+ * dist/main.js) pinned to a core, on this Node or on BENCH_NODE (a node binary: another Node line's
+ * memory and speed), a redis-server on a free port; and a GraphQL POST over real HTTP.
  */
 
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { RequestRecord } from '../../src/petstore/app.js';
 import { demoCatalogue } from '../../src/petstore/seed.js';
 import { startPetstore } from '../../src/petstore/start.js';
-import { pinned } from './processes.js';
+import type { Pet } from '../../src/petstore/store.js';
+import { freePort, LOAD_CORE, pinned, SERVER_CORE, stop } from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** `npm start`'s node flags, read from the script itself so the bench cannot drift from it. */
+const START_FLAGS: string[] =
+  JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')).scripts.start.match(/--max-[\w-]+=\d+/g) ?? [];
+/** The node the gateways run on. */
+export const GATEWAY_NODE = process.env.BENCH_NODE || process.execPath;
 /** The store's key (limits no run reaches); not a secret. */
 export const BENCH_KEY = 'k';
 
-/**
- * The reference store with the demo catalogue (121 pets) and BENCH_KEY, in this process (pinned with
- * it to the load core), counting the requests it serves and how many were not 200.
- */
-export async function startStore() {
+export interface StoreOptions {
+  /** The catalogue (default: the demo's 121 pets). */
+  readonly seed?: Pet[];
+  readonly delayMs?: number;
+  /** BENCH_KEY's limit per store window, and that window (default: none a run reaches). */
+  readonly perWindow?: number;
+  readonly windowMs?: number;
+  /** Keep a record of every request (for the benches that count; a load run would fill the heap). */
+  readonly record?: boolean;
+}
+
+/** The reference store in this process (pinned with it to the load core), counting what it serves. */
+export async function startStore(options: StoreOptions = {}) {
   const counts = { requests: 0, notOk: 0 };
+  const records: RequestRecord[] = [];
   const store = await startPetstore({
-    keys: { [BENCH_KEY]: { perMinute: 1e9, perDay: 1e12 } },
-    seed: demoCatalogue(),
+    keys: { [BENCH_KEY]: { perMinute: options.perWindow ?? 1e9, perDay: 1e12 } },
+    minuteMs: options.windowMs ?? 60_000,
+    seed: options.seed ?? demoCatalogue(),
+    responseDelayMs: options.delayMs ?? 0,
     onRequest: (record) => {
       counts.requests++;
       if (record.status !== 200) counts.notOk++;
+      if (options.record) records.push(record);
     },
   });
-  return { url: store.url, pid: process.pid, counts: () => ({ ...counts }), close: store.close };
+  return { url: store.url, pid: process.pid, records, counts: () => ({ ...counts }), close: store.close };
 }
 
 export interface GatewayOptions {
   /** Environment settings on top of the bench's (rate limits off, the store and its key). */
   readonly settings?: Record<string, string>;
-  /** Flags after the heap cap of `npm start` (the profiler's). */
+  /** Flags after `npm start`'s (the profiler's). */
   readonly nodeArgs?: readonly string[];
-  /** The node binary (another Node line, for bench:memory). */
-  readonly node?: string;
-  /** The checkout whose dist/main.js runs (another build's, for bench:limits' baseline). */
-  readonly root?: string;
 }
 
 /** The gateway in front of `storeUrl`, pinned to `core`, once it prints its ready line. */
 export async function startGateway(core: string, storeUrl: string, options: GatewayOptions = {}) {
-  const args = ['--max-old-space-size=256', ...(options.nodeArgs ?? []), 'dist/main.js'];
-  const child = pinned(core, options.node ?? process.execPath, args, {
-    cwd: options.root ?? ROOT,
+  const args = [...START_FLAGS, ...(options.nodeArgs ?? []), 'dist/main.js'];
+  const child = pinned(core, GATEWAY_NODE, args, {
+    cwd: ROOT,
     env: {
       ...process.env,
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      PETSTORE_BASE_URL: storeUrl,
-      PETSTORE_API_KEY: BENCH_KEY,
-      PETSTORE_RATE_LIMITS: 'off',
-      LOG_LEVEL: 'warn',
+      ...{ NODE_ENV: 'production', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', PETSTORE_RATE_LIMITS: 'off' },
+      ...{ PETSTORE_BASE_URL: storeUrl, PETSTORE_API_KEY: BENCH_KEY },
       // Fixed, so every gateway of a run accepts the others' cursors, as replicas do (the mix walks
       // pages through one gateway and replays them on the rest). Not a secret: loopback, bench only.
       CURSOR_SECRET: 'bench-cursors-on-loopback-only',
@@ -62,14 +77,74 @@ export async function startGateway(core: string, storeUrl: string, options: Gate
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const url = await new Promise<string>((resolve, reject) => {
+  const url = (await printed(child, / ready at (\S+)/))[1] as string;
+  return { child, url, pid: child.pid as number };
+}
+
+/** What `child` prints on stdout matching `line`; rejects if it exits first. Its stdout is read on, so it never blocks. */
+function printed(child: ChildProcess, line: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
     let out = '';
-    child.once('exit', (code) => reject(new Error(`the gateway exited with ${code}: ${out.slice(-500)}`)));
+    child.once('exit', (code) => reject(new Error(`${child.spawnfile} exited with ${code}: ${out.slice(-500)}`)));
     child.stdout?.on('data', (chunk: Buffer) => {
       out = (out + chunk.toString('utf8')).slice(-2000);
-      const ready = / ready at (\S+)/.exec(out)?.[1];
-      if (ready) resolve(ready);
+      const match = line.exec(out);
+      if (match) resolve(match);
     });
   });
-  return { child, url, pid: child.pid as number };
+}
+
+/**
+ * A store with `replicas` gateways in front of it on the server core (sharing REDIS_URL when
+ * `settings` give one), for the benches that count what reaches the upstream.
+ */
+export async function stack(settings: Record<string, string>, options: StoreOptions & { replicas?: number } = {}) {
+  const store = await startStore({ ...options, record: true });
+  const gateways: Awaited<ReturnType<typeof startGateway>>[] = [];
+  for (let i = 0; i < (options.replicas ?? 1); i++)
+    gateways.push(await startGateway(SERVER_CORE, store.url, { settings }));
+  let next = 0;
+  return {
+    url: (gateways[0] as { url: string }).url,
+    /** The replicas' URLs in turn, as a load balancer spreads clients. */
+    nextUrl: () => (gateways[next++ % gateways.length] as { url: string }).url,
+    records: store.records,
+    async close() {
+      await Promise.all(gateways.map((gateway) => stop(gateway.child)));
+      await store.close();
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/** A GraphQL POST; the answer's JSON as it came. */
+export async function gql(
+  url: string,
+  query: string,
+  options: { variables?: Record<string, unknown>; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...options.headers },
+    body: JSON.stringify({ query, variables: options.variables }),
+  });
+  return { status: response.status, body: JSON.parse(await response.text()) };
+}
+
+/** A redis-server on loopback, nothing saved, in a scratch folder; stopped by its pid, by `stop` or on exit. */
+export async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'bench-redis-'));
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
+  const child = pinned(LOAD_CORE, 'redis-server', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  await printed(child, /Ready to accept connections/);
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: async () => {
+      child.removeAllListeners('exit');
+      await stop(child);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

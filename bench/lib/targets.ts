@@ -1,43 +1,38 @@
 /**
- * The ways of asking for one page of pets the load benches compare: REST on the store, this
- * gateway, Tailcall and GraphQL Mesh. Each target turns the same page into its own request and
- * reads the pets back out of its own answer, so every workload is checked the same way.
+ * The ways of asking for one page of pets the load benches compare (REST on the store, this gateway,
+ * Tailcall, Mesh): each target writes the same page as its own request and reads the pets back out
+ * of its own answer, so every workload is checked the same way.
  */
 
 import { isLosslessNumber, parse } from 'lossless-json';
 
-/**
- * One page of `GET /v1/pets`: `limit`, an optional REST status, and where it starts: `after.id` is
- * what the store's `Link: rel="next"` puts in `after`, `after.cursor` the gateway's own endCursor.
- */
+/** One page of `GET /v1/pets`; `after.id` is what the store's `Link: rel="next"` puts in `after`, `after.cursor` the gateway's endCursor. */
 export interface PageQuery {
   readonly limit: number;
   readonly status?: string | undefined;
   readonly after?: { readonly id: string; readonly cursor: string } | undefined;
 }
 
-/** The same page of 20 pets every time: the one-call workload, and the health check between runs. */
+/** The one-call workload, and the health check between runs. */
 export const ONE_CALL: PageQuery = { limit: 20 };
 
 export interface HttpRequest {
   readonly method: 'GET' | 'POST';
-  /** Path and query on the target's origin. */
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body?: string | undefined;
 }
 
 export interface Target {
-  /** The row's label, Markdown. */
+  /** The row's label (Markdown), where it answers, and its process (for CPU and memory). */
   readonly name: string;
   readonly origin: string;
-  /** The process answering (for its CPU time and memory). */
   readonly pid: number;
   /** A file the server logs to, named if it never answers. */
   readonly log?: string | undefined;
   /** The page as this target asks for it: GraphQL arguments as literals, or with `variables`. */
   request(page: PageQuery, form?: 'variables'): HttpRequest;
-  /** The pets' ids in an answer, or undefined when it is not a clean page (errors, wrong shape). */
+  /** The pets' ids in an answer, or undefined when it is not a clean page. */
   ids(body: unknown): string[] | undefined;
 }
 

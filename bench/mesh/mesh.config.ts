@@ -1,8 +1,6 @@
 /**
- * GraphQL Mesh v1 compose config for the peer benchmark: the Pet Store's OpenAPI document as one
- * subgraph. `mesh-compose -o supergraph.graphql` (setup.sh) writes the supergraph that
- * `hive-gateway supergraph` serves. The endpoint is read when composing (PETSTORE_URL, default
- * the reference store of `PORT=4010 npm run petstore`); the key is read per request from TOKEN.
+ * GraphQL Mesh v1 compose config for bench:throughput (bench/lib/peers.ts runs `mesh-compose`): the
+ * Pet Store's OpenAPI document as one subgraph, at PETSTORE_URL; the key is read per request from TOKEN.
  */
 
 import { defineConfig } from '@graphql-mesh/compose-cli';
