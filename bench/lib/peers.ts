@@ -16,20 +16,11 @@ const MESH_DIR = join(BENCH, 'mesh');
 const HIVE_BIN = join(MESH_DIR, 'node_modules/.bin/hive-gateway');
 const TAILCALL_BIN = join(BENCH, 'tailcall/node_modules/@tailcallhq/core-linux-x64-gnu/bin/tailcall');
 
-export interface Peer {
-  readonly url: string;
-  readonly pid: number;
-  readonly log: string;
-}
+export type Peer = { readonly url: string; readonly pid: number; readonly log: string };
 
 /** No usage tracking, and a scratch HOME and cache: no update check, nothing written to the user's home. */
-const tailcallEnv = (dir: string) => ({
-  PATH: process.env.PATH,
-  TC_TRACKER: 'false',
-  HOME: dir,
-  XDG_CACHE_HOME: dir,
-  XDG_CONFIG_HOME: dir,
-});
+const tailcallEnv = (dir: string) => ({ PATH: process.env.PATH, TC_TRACKER: 'false', ...home(dir) });
+const home = (dir: string) => ({ HOME: dir, XDG_CACHE_HOME: dir, XDG_CONFIG_HOME: dir });
 
 /** Why Tailcall cannot run here (one line), or undefined. */
 export function tailcallSkipped(dir: string): string | undefined {

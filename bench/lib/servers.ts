@@ -25,18 +25,12 @@ export const GATEWAY_NODE = process.env.BENCH_NODE || process.execPath;
 /** The store's key (limits no run reaches); not a secret. */
 export const BENCH_KEY = 'k';
 
-export interface StoreOptions {
-  /** The catalogue (default: the demo's 121 pets). */
-  readonly seed?: Pet[];
-  readonly delayMs?: number;
-  /** BENCH_KEY's limit per store window, and that window (default: none a run reaches). */
-  readonly perWindow?: number;
-  readonly windowMs?: number;
-  /** Keep a record of every request (for the benches that count; a load run would fill the heap). */
-  readonly record?: boolean;
-}
-
-/** The reference store in this process (pinned with it to the load core), counting what it serves. */
+/**
+ * The reference store in this process (pinned with it to the load core), counting what it serves:
+ * the demo catalogue unless `seed`, BENCH_KEY with limits no run reaches unless `perWindow` in
+ * `windowMs`; `record` keeps every request (for the benches that count: a load run would fill the heap).
+ */
+type StoreOptions = { seed?: Pet[]; delayMs?: number; perWindow?: number; windowMs?: number; record?: boolean };
 export async function startStore(options: StoreOptions = {}) {
   const counts = { requests: 0, notOk: 0 };
   const records: RequestRecord[] = [];
@@ -54,15 +48,15 @@ export async function startStore(options: StoreOptions = {}) {
   return { url: store.url, pid: process.pid, records, counts: () => ({ ...counts }), close: store.close };
 }
 
-export interface GatewayOptions {
-  /** Environment settings on top of the bench's (rate limits off, the store and its key). */
-  readonly settings?: Record<string, string>;
-  /** Flags after `npm start`'s (the profiler's). */
-  readonly nodeArgs?: readonly string[];
-}
-
-/** The gateway in front of `storeUrl`, pinned to `core`, once it prints its ready line. */
-export async function startGateway(core: string, storeUrl: string, options: GatewayOptions = {}) {
+/**
+ * The gateway in front of `storeUrl`, pinned to `core`, once it prints its ready line: `settings`
+ * on top of the bench's (rate limits off, the store and its key), `nodeArgs` after `npm start`'s.
+ */
+export async function startGateway(
+  core: string,
+  storeUrl: string,
+  options: { settings?: Record<string, string>; nodeArgs?: string[] } = {},
+) {
   const args = [...START_FLAGS, ...(options.nodeArgs ?? []), 'dist/main.js'];
   const child = pinned(core, GATEWAY_NODE, args, {
     cwd: ROOT,
