@@ -221,7 +221,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         try {
           await sleep(reservation.at - start, call.signal);
         } catch (error) {
-          await release(call.keyId, reservation.seq);
+          await release(call.keyId, reservation.seq, epoch);
           throw error;
         }
         return { seq: reservation.seq, epoch };
@@ -267,8 +267,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
-  async function release(keyId: string, seq: number): Promise<void> {
-    await options.store.release(keyId, seq);
+  /**
+   * Gives a reservation back to the store that made it. Once the budget has moved (Redis lost, or back
+   * since) the store in force numbers its reservations on its own, so an old number could name one of
+   * its requests in flight; and the move already dealt with what was in flight (a rejoin fences it).
+   */
+  async function release(keyId: string, seq: number, epoch: number | undefined): Promise<void> {
+    if (options.store.epoch === epoch) await options.store.release(keyId, seq);
     changed(keyId);
   }
 
@@ -280,13 +285,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return slots.acquire(call.keyId, clientId, Math.max(waitUntil, now()), call.signal, refusedInQueue);
   }
 
-  /** Records what the answer says of the key's budget, and remembers it for `extensions.rateLimit`. */
-  async function observe(call: UpstreamCall, seq: number, response: UpstreamResponse): Promise<void> {
+  /**
+   * Records what the answer says of the key's budget on the store that planned the request (not on
+   * one the budget has moved to since: see `release`), and remembers it for `extensions.rateLimit`.
+   */
+  async function observe(
+    call: UpstreamCall,
+    seq: number,
+    epoch: number | undefined,
+    response: UpstreamResponse,
+  ): Promise<void> {
     const at = now();
     remember(lastAnswer, call.keyId, at);
     const headers = readRateHeaders(response, at, options.maxRetryAfterMs);
     if (headers.clamped) warnClamped(call.keyId, 'x-ratelimit-reset');
     keyLimiters?.answered(call.keyId, headers.resetAt === 0 ? undefined : headers);
+    if (options.store.epoch !== epoch) return changed(call.keyId);
     const quota = await options.store.observe(call.keyId, { seq, ...headers }, at);
     changed(call.keyId);
     if (quota.resetAt === 0) return;
@@ -348,7 +362,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         throw error;
       }
     } catch (error) {
-      await release(call.keyId, seq);
+      await release(call.keyId, seq, epoch);
       throw error;
     }
     let response: UpstreamResponse;
@@ -359,7 +373,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         options.onEvent?.({ type: 'heldBack' });
         keyLimiters?.pause(call.keyId, pausedUntil);
         releaseSlots();
-        await release(call.keyId, seq);
+        await release(call.keyId, seq, epoch);
         return { kind: 'paused', until: pausedUntil };
       }
       // Planned where the budget no longer is (Redis lost or back since): planned again where it is now.
@@ -382,11 +396,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
     } catch (error) {
       releaseSlots();
-      await release(call.keyId, seq);
+      await release(call.keyId, seq, epoch);
       throw error;
     }
     releaseSlots();
-    await observe(call, seq, response);
+    await observe(call, seq, epoch, response);
     if (response.status !== 429) {
       strikes.delete(call.keyId);
       return { kind: 'answered', response };

@@ -12,8 +12,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RateWindow, RedisTarget } from '../../../../src/config.js';
 import { createLogger } from '../../../../src/gateway/observability/logger.js';
 import { RedisBudgetStore } from '../../../../src/gateway/upstream/limits/budget-redis.js';
+import { createLimiter } from '../../../../src/gateway/upstream/limits/limiter.js';
+import { createSlots } from '../../../../src/gateway/upstream/limits/slots.js';
+import { createOperation } from '../../../../src/gateway/upstream/operation.js';
 import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
+import type { UpstreamResponse } from '../../../../src/gateway/upstream/response.js';
 import { redisBehindProxy } from '../../../helpers/redis-behind-proxy.js';
+import { upstreamCall } from '../../../helpers/upstream-call.js';
 
 const TEN_PER_TWO_SECONDS: RateWindow[] = [{ count: 10, windowMs: 2_000 }];
 const shared = redisBehindProxy();
@@ -152,5 +157,55 @@ describe('the Redis budget when Redis is lost', () => {
       ok: false,
       probing: true,
     });
+  });
+});
+
+describe('the limiter when the budget moves while requests are out', () => {
+  it('records a late answer only on the store that planned it: one planned on the local share cannot free a probe on a Redis that lost everything', async () => {
+    const { cutOff } = await replicas();
+    const limiter = createLimiter({
+      windows: [{ count: 10, windowMs: 60_000 }],
+      store: cutOff,
+      slots: createSlots({ total: 8, perKey: 8, maxQueuedPerClient: 8 }),
+      maxRetryAfterMs: 60_000,
+    });
+    closers.push(() => limiter.close());
+    // The upstream: every request sent waits for the test to answer it (without rate-limit headers).
+    const answers: ((response: UpstreamResponse) => void)[] = [];
+    const send = limiter.stage(() => new Promise<UpstreamResponse>((resolve) => answers.push(resolve)));
+    const sent = async (count: number) => {
+      const deadline = Date.now() + 5_000;
+      while (answers.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      return answers.length;
+    };
+    const OK: UpstreamResponse = { status: 200, headers: {}, body: '[]' };
+
+    // Cut off: planned on the local share, a probe (its number there: 1), and out.
+    await cut();
+    const local = send(upstreamCall());
+    expect(await sent(1)).toBe(1);
+    expect(cutOff.degraded).toBe(true);
+    // Redis comes back having lost everything (a failover to a primary that had none of it), and the
+    // replica rejoins it: the next request is a probe there, numbered 1 again, and out.
+    await shared.redis.cli('FLUSHALL');
+    await heal();
+    const deadline = Date.now() + 5_000;
+    while (cutOff.degraded && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(cutOff.degraded).toBe(false);
+    const probe = send(upstreamCall());
+    expect(await sent(2)).toBe(2);
+
+    // The local share's request answers late. Recorded on Redis as number 1 it would be taken for the
+    // probe, whose gate gives way to the next probe: a second request out while the first is.
+    answers[0]?.(OK);
+    await expect(local).resolves.toBe(OK);
+    const operation = createOperation({ logger: createLogger('silent'), maxWaitMs: 300, timeoutMs: 1_000 });
+    const waiter = send(upstreamCall({ operation })).catch((error) => error);
+    // It waits for the probe's answer (and is refused at its deadline), or, wrongly, it is sent.
+    const outcome = await Promise.race([waiter, sent(3).then((count) => `sent: ${count} requests out`)]);
+    expect(outcome).toMatchObject({ code: expect.stringMatching(/^(RATE_LIMITED|UNAVAILABLE)$/) });
+    expect(answers.length).toBe(2);
+    answers[1]?.(OK);
+    await expect(probe).resolves.toBe(OK);
   });
 });
