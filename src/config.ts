@@ -57,10 +57,8 @@ export interface Config {
    * as long as a request may take (PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT) plus DRAIN_MARGIN_MS.
    */
   readonly drainGraceMs: number;
-  /** Secret cursors are sealed with; undefined: shared through Redis with REDIS_URL, else random per process. */
+  /** Secret cursors are sealed with; undefined: shared through Redis when there is one, else random per process. */
   readonly cursorSecret: string | undefined;
-  /** REDIS_URL as given (single mode); `redis` says the same and covers every mode. */
-  readonly redisUrl: string | undefined;
   /** The Redis the replicas share (one server, a Cluster, or behind Sentinel); undefined: none, all in process. */
   readonly redis: RedisTarget | undefined;
   readonly production: boolean;
@@ -216,7 +214,6 @@ export function parseConfig(env: Env): Config {
     // A request is answered by PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT after it began (its operation's
     // deadline); a shorter grace would cut off a createPet the upstream has already carried out.
     drainGraceMs: duration(env, 'SHUTDOWN_GRACE', `${Math.min(maxWaitMs + timeoutMs + DRAIN_MARGIN_MS, 86_400_000)}ms`),
-    redisUrl: parseRedisUrl(env),
     redis: parseRedisTarget(env),
     production,
     demo: parseBoolean(env, 'PETSTORE_DEMO', false),
@@ -418,10 +415,15 @@ function parseRedisUrl(env: Env): string | undefined {
   throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
 }
 
-const REDIS_MODES = ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'] as const;
+/** The variable that chooses each Redis mode (one of them at most may be set). */
+export const REDIS_VARIABLE = {
+  single: 'REDIS_URL',
+  cluster: 'REDIS_CLUSTER_NODES',
+  sentinel: 'REDIS_SENTINELS',
+} as const satisfies Record<RedisTarget['mode'], string>;
 
 function parseRedisTarget(env: Env): RedisTarget | undefined {
-  const set = REDIS_MODES.filter((name) => value(env, name) !== undefined);
+  const set = Object.values(REDIS_VARIABLE).filter((name) => value(env, name) !== undefined);
   if (set.length > 1) {
     throw new ConfigError(`${set[0]} and ${set[1]} are both set: choose one Redis (one server, a Cluster or Sentinel)`);
   }

@@ -136,7 +136,6 @@ export async function startRedis(): Promise<{ url: string; stop(): Promise<void>
   return {
     url: `redis://127.0.0.1:${port}`,
     stop: async () => {
-      child.removeAllListeners('exit');
       await stop(child);
       rmSync(dir, { recursive: true, force: true });
     },

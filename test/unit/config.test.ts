@@ -50,7 +50,6 @@ describe('parseConfig defaults', () => {
       upstreamConnectionsPerKey: 16,
       maxQueuedPerClient: 100,
       drainGraceMs: 25_000,
-      redisUrl: undefined,
       production: false,
       demo: false,
       development: false,
@@ -385,7 +384,7 @@ describe('HOST, CORS_ORIGINS, slow clients, METRICS_TOKEN, CLIENT_ID_HEADER, PET
 
 describe('REDIS_URL', () => {
   it.each(['redis://localhost:6379', 'rediss://user:pass@redis.example.com:6380/2'])('takes %j', (value) => {
-    expect(parseConfig({ REDIS_URL: value }).redisUrl).toBe(value);
+    expect(parseConfig({ REDIS_URL: value }).redis).toMatchObject({ mode: 'single', url: value });
   });
 
   it.each(['localhost:6379', 'http://localhost:6379', 'not a url'])('refuses %j naming REDIS_URL', (value) => {

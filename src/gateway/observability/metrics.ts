@@ -58,7 +58,7 @@ export function createMetrics(options: MetricsOptions = { budgetGauges: false })
     ),
     documentRequests: counter(
       'graphql_document_requests_total',
-      'GraphQL requests by how their document came: freeform (its text), persisted (a listed document, by documentId or APQ hash), refused (an unknown id, or not in the safelist, answered before Apollo Server)',
+      'GraphQL requests (each operation of a batch) by how their document came: freeform (its text), persisted (a listed document, by documentId or APQ hash), refused (an unknown id, or not in the safelist, answered before Apollo Server)',
       ['kind'],
     ),
     sharedOperations: counter(

@@ -6,7 +6,7 @@
  */
 
 import type { Tracer } from '@opentelemetry/api';
-import { type Config, ConfigError } from '../../config.js';
+import { type Config, ConfigError, REDIS_VARIABLE } from '../../config.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { createRestClient, type RestClient } from './client.js';
@@ -114,7 +114,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
       await shared.close();
       budgetConnection.close();
       subscriber?.close();
-      const variable = { single: 'REDIS_URL', cluster: 'REDIS_CLUSTER_NODES', sentinel: 'REDIS_SENTINELS' }[redis.mode];
+      const variable = REDIS_VARIABLE[redis.mode];
       throw new ConfigError(`${variable} did not answer within 3 s at start; start Redis, or unset ${variable}`);
     }
     metrics.redisUp.set({ mode: redis.mode }, 1);

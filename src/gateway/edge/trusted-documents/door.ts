@@ -12,8 +12,8 @@
  *   else QUERY_NOT_IN_SAFELIST, decided by one set lookup: a hostile document is never parsed.
  *
  * A resolved request carries the document as `query` (documentId and the APQ extension removed), so
- * Apollo Server, the operation limits, the estimate, the dry run and shared executions see exactly
- * what they would for the same text. Refusals are answered here, in Apollo Router's codes and
+ * Apollo Server, the operation limits, the estimate and the dry run see exactly what they would for
+ * the same text (shared executions are keyed on the words sent: see Admitted.text). Refusals are answered here, in Apollo Router's codes and
  * statuses: nothing refused reaches Apollo Server, the upstream or a key's budget, and nothing of
  * the request (variables included) is logged.
  */
@@ -69,12 +69,14 @@ const PREFIX = 'sha256:';
 
 export function createTrustedDocuments(options: TrustedDocumentsOptions): TrustedDocuments {
   const { manifest, only, count } = options;
+  // Hashes are lowercase hex in the manifest; a client may write them in capitals.
+  const listed = (hash: string) => manifest.byHash.get(hash) ?? manifest.byHash.get(hash.toLowerCase());
 
   function judge(query: unknown, documentId: unknown, extensions: unknown): Verdict {
     if (documentId !== undefined && documentId !== null) {
       if (typeof documentId !== 'string') return refuse(badRequest('documentId must be a string'));
       const hex = documentId.startsWith(PREFIX) ? documentId.slice(PREFIX.length) : documentId;
-      const document = manifest.byHash.get(hex) ?? manifest.byHash.get(hex.toLowerCase());
+      const document = listed(hex);
       if (document === undefined) return refuse(persistedQueryNotInList(documentId));
       // Which would run? Apollo Router refuses the pair too (CANNOT_SEND_PQ_ID_AND_BODY).
       if (query !== undefined && query !== null) return refuse(badRequest('send a documentId or a query, not both'));
@@ -83,8 +85,7 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
     const persisted = (extensions as { persistedQuery?: unknown } | undefined)?.persistedQuery;
     if (typeof persisted === 'object' && persisted !== null) {
       const hash = (persisted as { sha256Hash?: unknown }).sha256Hash;
-      const document =
-        typeof hash === 'string' ? (manifest.byHash.get(hash) ?? manifest.byHash.get(hash.toLowerCase())) : undefined;
+      const document = typeof hash === 'string' ? listed(hash) : undefined;
       if (document === undefined) return only ? refuse(persistedQueryNotInList(String(hash))) : FREEFORM;
       // Apollo Server's own answer to a hash that is not the query's, unchanged.
       if (query !== undefined && query !== null && query !== document) {
