@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { checkedPid, freePort, isAlive, redisFolderPrefix, stopProcess } from './processes.js';
+import { until } from './until.js';
 
 const run = promisify(execFile);
 
@@ -198,15 +199,6 @@ async function cliAt(port: number, ...args: string[]): Promise<string> {
   return stdout.trim();
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await delay(100);
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms`);
-}
-
 /**
  * Sums `INFO commandstats` calls per command over the primaries among `ports`: a replica counts the
  * writes it applies again, which are no load the gateway puts on Redis. Commands a script runs
@@ -259,6 +251,10 @@ export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa>
         await startMember(dir, port, [
           '--cluster-enabled',
           'yes',
+          // A bus port of its own: by default it is port + 10000, and redis-server refuses a port above
+          // 55535 then, which a free port may be where the kernel's ephemeral range reaches higher.
+          '--cluster-port',
+          String(await freePort()),
           '--cluster-config-file',
           join(dir, `nodes-${port}.conf`),
           '--cluster-node-timeout',
@@ -273,7 +269,7 @@ export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa>
     await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '1', '--cluster-yes'], {
       timeout: 30_000,
     });
-    await waitFor('cluster ok on every node', async () => {
+    await until('cluster ok on every node', async () => {
       for (const member of members) {
         if (!(await cliAt(member.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return false;
       }
@@ -311,8 +307,8 @@ export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa>
       await members.find((member) => member.port === port)?.kill();
     },
     async failedOver(key, port) {
-      await waitFor('a replica promoted', async () => (await primaryFor(key)) !== port);
-      await waitFor('cluster ok again', async () => {
+      await until('a replica promoted', async () => (await primaryFor(key)) !== port);
+      await until('cluster ok again', async () => {
         for (const p of live()) if (!(await cliAt(p, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return false;
         return true;
       });
@@ -342,7 +338,7 @@ export async function startRedisSentinel(downAfterMs = 1_000): Promise<RedisHa> 
     const replica = await freePort();
     members.push(await startMember(dir, replica, ['--replicaof', '127.0.0.1', String(primary)]));
     data.push(primary, replica);
-    await waitFor('replica in sync', async () =>
+    await until('replica in sync', async () =>
       (await cliAt(replica, 'INFO', 'replication')).includes('master_link_status:up'),
     );
     for (let i = 0; i < 3; i++) {
@@ -361,7 +357,7 @@ export async function startRedisSentinel(downAfterMs = 1_000): Promise<RedisHa> 
       members.push(await startMember(dir, port, ['--sentinel'], file));
       sentinelPorts.push(port);
     }
-    await waitFor('sentinels see each other and the replica', async () => {
+    await until('sentinels see each other and the replica', async () => {
       const info = await cliAt(sentinelPorts[0] as number, 'SENTINEL', 'MASTER', master);
       const lines = info.split('\n');
       const get = (name: string) => Number(lines[lines.indexOf(name) + 1]);
@@ -392,7 +388,7 @@ export async function startRedisSentinel(downAfterMs = 1_000): Promise<RedisHa> 
       await members.find((member) => member.port === port)?.kill();
     },
     async failedOver(_key, port) {
-      await waitFor('sentinels named a new primary', async () => {
+      await until('sentinels named a new primary', async () => {
         const now = await primaryFor();
         return now !== port && (await cliAt(now, 'ROLE')).startsWith('master');
       });

@@ -7,12 +7,13 @@
 import { expect } from 'vitest';
 import type { Pet, PetStatus } from '../../src/petstore/store.js';
 import { errorCodes, type GqlResponse } from './gql.js';
+import { STATUSES, seedPets } from './seeded-store.js';
 import type { Stack } from './start-stack.js';
 import { type GqlPet, walkPets } from './walk-pets.js';
 
 export type { Connection, GqlPet } from './walk-pets.js';
 
-export const REST_STATUSES: readonly PetStatus[] = ['available', 'pending', 'sold'];
+export const REST_STATUSES: readonly PetStatus[] = STATUSES;
 export const ENUM = { available: 'AVAILABLE', pending: 'PENDING', sold: 'SOLD' } as const;
 export type EnumStatus = (typeof ENUM)[PetStatus];
 
@@ -23,12 +24,7 @@ export const INT64_MAX = 9223372036854775807n;
 
 /** 22 small ids with cycling statuses, then three ids above 2^53: 25 pets, a count few page sizes divide. */
 export const SEED: readonly Pet[] = [
-  ...Array.from({ length: 22 }, (_, i) => ({
-    id: BigInt(i + 1),
-    name: `Pet ${i + 1}`,
-    categoryId: BigInt((i % 4) + 1),
-    status: REST_STATUSES[i % 3] as PetStatus,
-  })),
+  ...seedPets(22),
   { id: TWO_53, name: 'Twin A', categoryId: 9007199254740995n, status: 'pending' },
   { id: TWO_53_PLUS_1, name: 'Twin B', categoryId: INT64_MAX, status: 'sold' },
   { id: INT64_MAX, name: 'Max', categoryId: 1n, status: 'available' },

@@ -163,7 +163,7 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
     expect(existsSync(join(runtime.workdir, 'dist', 'main.js'))).toBe(true);
   });
 
-  it('runs as a non-root user, in production mode, exposing the port the gateway defaults to', () => {
+  it('runs as a non-root user, in production mode, exposing the port the gateway defaults to', async () => {
     expect(runtime.user).toBe('node');
     expect(runtime.env.NODE_ENV).toBe('production');
     expect(runtime.expose).toEqual([parseConfig({}).port]);
@@ -173,6 +173,8 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
       '-c',
       'NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=32 $NODE_OPTIONS" exec node dist/main.js',
     ]);
+    // The same command as `npm start`, so the two cannot drift apart.
+    expect(runtime.cmd?.[2]).toBe(JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).scripts.start);
     expect(runtime.healthcheck?.[0]).toBe('node');
   });
 

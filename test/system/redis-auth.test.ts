@@ -25,7 +25,12 @@ let cluster: RedisHa;
 let sentinel: RedisHa;
 
 beforeAll(async () => {
-  [single, cluster, sentinel] = await Promise.all([startRedis(), startRedisCluster(), startRedisSentinel()]);
+  // Each kept as it starts: if one fails, afterAll still stops the others.
+  await Promise.all([
+    startRedis().then((started) => (single = started)),
+    startRedisCluster().then((started) => (cluster = started)),
+    startRedisSentinel().then((started) => (sentinel = started)),
+  ]);
   await cli(single.port, 'CONFIG', 'SET', 'requirepass', PASSWORD);
   for (const port of [...cluster.dataPorts, ...sentinel.dataPorts]) {
     await cli(port, 'CONFIG', 'SET', 'masterauth', PASSWORD);

@@ -13,6 +13,7 @@
  * Redis fails here.
  */
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed, onTestFinished } from 'vitest';
 import { parseConfig } from '../../src/config.js';
@@ -25,6 +26,7 @@ import { type PetstoreHandle, startPetstore } from '../../src/petstore/start.js'
 import { errorCodes, type GqlResponse, gql } from '../helpers/gql.js';
 import { type RedisHa, startRedisCluster, startRedisSentinel } from '../helpers/redis.js';
 import { TEST_KEY } from '../helpers/start-stack.js';
+import { until } from '../helpers/until.js';
 
 const WINDOW_MS = 2_000;
 const LIMIT = 10;
@@ -136,7 +138,7 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
     await ha.failedOver(budgetKey, primary);
     const promotedAt = Date.now();
     // Settled: every replica plans on the shared budget again.
-    await until(async () => {
+    await until('both replicas share the budget again', async () => {
       const ready = await Promise.all(gateways.map(({ handle }) => readiness(handle)));
       return ready.every((body) => body.redis?.reachable === true);
     });
@@ -196,8 +198,11 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
 
     const query = '{ pets(first: 7) { nodes { id name } } }';
     const fromA = await gql(a, query);
+    expect(errorCodes(fromA)).toEqual([]);
+    expect(fromA.body.data?.pets.nodes).toHaveLength(7);
     const before = records.length;
     const fromB = await gql(b, query);
+    expect(errorCodes(fromB)).toEqual([]);
     expect(records.length).toBe(before);
     expect(fromB.body.data).toEqual(fromA.body.data);
   }, 30_000);
@@ -221,16 +226,4 @@ function describeDelta(before: Map<string, number>, after: Map<string, number>):
 async function readiness(handle: GatewayHandle): Promise<{ redis?: { mode: string; reachable: boolean } }> {
   const response = await fetch(handle.url.replace('/graphql', '/ready'));
   return (await response.json()) as { redis?: { mode: string; reachable: boolean } };
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -14,14 +14,17 @@ describe('the HTTP edge', () => {
   let productionIntrospection: Stack;
 
   beforeAll(async () => {
-    [dev, production, productionIntrospection] = await Promise.all([
-      startStack({ store: { seed: SEED } }),
-      startStack({ store: { seed: SEED }, env: { NODE_ENV: 'production' } }),
-      startStack({ store: { seed: SEED }, env: { NODE_ENV: 'production', INTROSPECTION: 'true' } }),
+    // Each kept as it starts: if one fails, afterAll still closes the others.
+    await Promise.all([
+      startStack({ store: { seed: SEED } }).then((started) => (dev = started)),
+      startStack({ store: { seed: SEED }, env: { NODE_ENV: 'production' } }).then((started) => (production = started)),
+      startStack({ store: { seed: SEED }, env: { NODE_ENV: 'production', INTROSPECTION: 'true' } }).then(
+        (started) => (productionIntrospection = started),
+      ),
     ]);
   });
   afterAll(async () => {
-    await Promise.all([dev.close(), production.close(), productionIntrospection.close()]);
+    await Promise.all([dev?.close(), production?.close(), productionIntrospection?.close()]);
   });
 
   const INTROSPECT = '{ __schema { queryType { name } mutationType { name } } }';

@@ -17,6 +17,7 @@ import { type PetstoreHandle, startPetstore } from '../../../src/petstore/start.
 import type { Pet } from '../../../src/petstore/store.js';
 import { type FaultMode, type FaultProxy, startFaultProxy } from '../../helpers/fault-proxy.js';
 import { errorCodes, type GqlResponse } from '../../helpers/gql.js';
+import { expectData } from '../../helpers/seeded-pets.js';
 import {
   type GatewayUnderTest,
   sendRaw,
@@ -78,11 +79,6 @@ function expectUnavailable(response: GqlResponse<unknown>): void {
   expect(text).not.toContain('127.0.0.1');
   expect(text).not.toContain(UPSTREAM_KEY);
   expect(response.body.errors?.[0]?.extensions?.stacktrace).toBeUndefined();
-}
-
-function expectData(response: GqlResponse<unknown>, data: unknown): void {
-  expect(response.body.errors).toBeUndefined();
-  expect(response.body.data).toEqual(data);
 }
 
 async function timed<T>(run: () => Promise<T>): Promise<[T, number]> {

@@ -18,6 +18,7 @@ import { createOperation } from '../../../../src/gateway/upstream/operation.js';
 import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
 import type { UpstreamResponse } from '../../../../src/gateway/upstream/response.js';
 import { redisBehindProxy } from '../../../helpers/redis-behind-proxy.js';
+import { until } from '../../../helpers/until.js';
 import { upstreamCall } from '../../../helpers/upstream-call.js';
 
 const TEN_PER_TWO_SECONDS: RateWindow[] = [{ count: 10, windowMs: 2_000 }];
@@ -89,9 +90,7 @@ describe('the Redis budget between replicas', () => {
     const { cutOff: prober, direct: waiter } = await replicas();
     const heard: string[] = [];
     waiter.watch((keyId) => heard.push(keyId));
-    const deadline = Date.now() + 3_000;
-    while (!waiter.notifies && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(waiter.notifies).toBe(true);
+    await until('the waiter subscribed', () => waiter.notifies, { timeoutMs: 3_000, everyMs: 20 });
     const now = Date.now();
     const probe = await prober.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100);
     expect(probe).toMatchObject({ ok: true });
@@ -102,7 +101,9 @@ describe('the Redis budget between replicas', () => {
       { seq: (probe as { seq: number }).seq, limit: 10, remaining: 9, resetAt: now + 2_000 },
       now,
     );
-    while (heard.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until('the answer published', () => heard.length > 0, { timeoutMs: 3_000, everyMs: 10 });
+    // Once: a second publication would have come with the first.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     expect(heard).toEqual(['k']);
     expect(await waiter.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100)).toMatchObject({ ok: true });
   });
@@ -122,7 +123,8 @@ describe('the Redis budget when Redis is lost', () => {
 
   it('plans nothing new before the Reset, however much was left, then its 1/N of the window', async () => {
     const { cutOff } = await replicas();
-    const resetAt = Date.now() + 400;
+    // Far enough that the checks before it are done by then on a loaded machine.
+    const resetAt = Date.now() + 1_000;
     expect(await send(cutOff, 9, resetAt)).toMatchObject({ ok: true });
     expect(await send(cutOff, 8, resetAt)).toMatchObject({ ok: true });
     await cut();
@@ -146,9 +148,7 @@ describe('the Redis budget when Redis is lost', () => {
     await cutOff.pause('k', pausedUntil, 99);
     expect(await direct.pausedUntil('k')).toBe(0);
     await heal();
-    const deadline = Date.now() + 5_000;
-    while (cutOff.degraded && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(cutOff.degraded).toBe(false);
+    await until('the replica back on Redis', () => !cutOff.degraded, { timeoutMs: 5_000, everyMs: 50 });
     expect(await direct.pausedUntil('k')).toBe(pausedUntil);
     // The gate Redis held (Remaining 9, from before) is dropped: after the pause, one probe, then its answer.
     const after = pausedUntil + 1;
@@ -189,9 +189,7 @@ describe('the limiter when the budget moves while requests are out', () => {
     // replica rejoins it: the next request is a probe there, numbered 1 again, and out.
     await shared.redis.cli('FLUSHALL');
     await heal();
-    const deadline = Date.now() + 5_000;
-    while (cutOff.degraded && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(cutOff.degraded).toBe(false);
+    await until('the replica back on Redis', () => !cutOff.degraded, { timeoutMs: 5_000, everyMs: 50 });
     const probe = send(upstreamCall());
     expect(await sent(2)).toBe(2);
 

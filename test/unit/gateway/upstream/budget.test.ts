@@ -34,7 +34,12 @@ let cluster: RedisHa;
 let sentinel: RedisHa;
 let run = 0;
 beforeAll(async () => {
-  [redis, cluster, sentinel] = await Promise.all([startRedis(), startRedisCluster(), startRedisSentinel()]);
+  // Each kept as it starts: if one fails, afterAll still stops the others.
+  await Promise.all([
+    startRedis().then((started) => (redis = started)),
+    startRedisCluster().then((started) => (cluster = started)),
+    startRedisSentinel().then((started) => (sentinel = started)),
+  ]);
 }, 60_000);
 afterAll(async () => {
   await Promise.all([redis?.stop(), cluster?.close(), sentinel?.close()]);

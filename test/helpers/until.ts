@@ -1,0 +1,21 @@
+/**
+ * Polls `check` until it holds, every `everyMs`; throws naming `what` after `timeoutMs`. A check that
+ * throws counts as not yet (a server still starting refuses connections).
+ */
+export async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  { timeoutMs = 20_000, everyMs = 100 }: { timeoutMs?: number; everyMs?: number } = {},
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (
+      await Promise.resolve()
+        .then(check)
+        .catch(() => false)
+    )
+      return;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
