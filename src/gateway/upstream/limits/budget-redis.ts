@@ -61,9 +61,10 @@ for i = 3, #KEYS do
   end
 end
 -- With throttling off (no windows) only a 429's pause applies.
+local gbase, grem, greset, gfrom
 if #KEYS > 2 then
-  local gbase, grem, greset = tonumber(st[3] or ''), tonumber(st[4] or ''), tonumber(st[5] or '0')
-  local gfrom = tonumber(st[6] or '-1')
+  gbase, grem, greset = tonumber(st[3] or ''), tonumber(st[4] or ''), tonumber(st[5] or '0')
+  gfrom = tonumber(st[6] or '-1')
   -- Unknown upstream state (cold start, flushed, after a pause, past the last Reset): one probe first.
   if gbase == nil or greset <= at then
     gbase, grem, greset, gfrom = seq, 1, at + probe, -1
@@ -96,9 +97,7 @@ end
 -- gate leaves after this one, until when (what the replica falls back on should Redis fail over).
 if #KEYS > 2 then
   local oldest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  local g = redis.call('HMGET', KEYS[1], 'gbase', 'grem', 'greset')
-  local left = tonumber(g[2] or '0') - (seq - tonumber(g[1] or seq))
-  return {1, at, seq, redis.call('ZCARD', KEYS[3]), tonumber(oldest[2]) + tonumber(ARGV[7]), left, tonumber(g[3] or '0')}
+  return {1, at, seq, redis.call('ZCARD', KEYS[3]), tonumber(oldest[2]) + tonumber(ARGV[7]), grem - (seq - gbase), greset}
 end
 return {1, at, seq, 0, at, -1, 0}
 `;
@@ -163,12 +162,14 @@ redis.call('HSET', KEYS[1], 'pseq', tonumber(redis.call('HGET', KEYS[1], 'seq') 
 return 1
 `;
 
-// KEYS: state hash, in-flight zset. ARGV: until, now. A replica back on Redis after an outage or a
-// failover: what Redis holds may be older than what happened (writes lost with the old primary, sends
-// made on the local share), so the key's gate is dropped (the next send is one probe, whose answer is
-// the upstream's word), its pause is at least `until`, answers to requests planned before now are
-// stale, and those requests no longer count as in flight: their answers went to the local share, and
-// left here they would hold the last few of every window one at a time until they expire.
+// KEYS: state hash, in-flight zset. ARGV: until, now, then the reservations this replica made here
+// before it left. A replica back on Redis after an outage or a failover: what Redis holds may be older
+// than what happened (writes lost with the old primary, sends made on the local share), so the key's
+// gate is dropped (the next send is one probe, whose answer is the upstream's word), its pause is at
+// least `until`, answers to requests planned before now are stale, and this replica's requests from
+// before no longer count as in flight: their answers are recorded nowhere (the budget moved while they
+// were out), and left here they would hold the last few of every window one at a time until they
+// expire. Other replicas' requests in flight stay counted: they may still be out.
 const FENCE = `
 local p = tonumber(redis.call('HGET', KEYS[1], 'pause') or '0')
 local till, now = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -176,9 +177,7 @@ local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
 redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
 redis.call('HSET', KEYS[1], 'pseq', seq, 'pause', math.max(p, till))
 redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), till - now + 60000))
-for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  if tonumber(m) <= seq then redis.call('ZREM', KEYS[2], m) end
-end
+for i = 3, #ARGV do redis.call('ZREM', KEYS[2], ARGV[i]) end
 return 1
 `;
 
@@ -247,6 +246,11 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #maxKeys: number;
   readonly #onShared: ((shared: boolean) => void) | undefined;
   readonly #known = new Map<string, KnownKey>();
+  /**
+   * Reservations this replica made on Redis and has not yet answered or released, by key: what a fence
+   * takes off a key's in-flight set when it rejoins (never another replica's, which may still be out).
+   */
+  readonly #mine = new Map<string, Set<number>>();
   #replicas = 1;
   #epoch = 0;
   #fallback: MemoryBudgetStore | undefined;
@@ -302,6 +306,8 @@ export class RedisBudgetStore implements BudgetStore {
     return this.#run(
       keys[0] as string,
       async () => {
+        // Read before the script: should Redis be lost meanwhile, the reservation is still Redis's.
+        const epoch = this.#epoch;
         const counts = windows.flatMap((w) => [w.count, w.windowMs]);
         const args = [now, Math.round(deadline), PROBE_MS, this.#inflightMs, ONE_AT_A_TIME_BELOW, ...counts];
         const [ok, at, third, used, freeAt, left, resetAt] = await this.#redis.petstoreReserve(
@@ -311,12 +317,24 @@ export class RedisBudgetStore implements BudgetStore {
         );
         if (ok === 1) {
           if ((left as number) >= 0) this.#learn(keyId, { left: left as number, resetAt: resetAt as number });
-          return { ok: true, at: at as number, seq: third as number, used: used as number, freeAt: freeAt as number };
+          this.#hold(keyId, third as number);
+          return {
+            ok: true,
+            at: at as number,
+            seq: third as number,
+            used: used as number,
+            freeAt: freeAt as number,
+            epoch,
+          };
         }
         if (third !== 1 && (at as number) > now) this.#learn(keyId, { pausedUntil: at as number });
         return third === 1 ? { ok: false, retryAt: at as number, probing: true } : { ok: false, retryAt: at as number };
       },
-      (fallback) => fallback.reserve(keyId, windows, now, deadline),
+      async (fallback) => {
+        const epoch = this.#epoch;
+        const reservation = await fallback.reserve(keyId, windows, now, deadline);
+        return reservation.ok ? { ...reservation, epoch } : reservation;
+      },
     );
   }
 
@@ -333,6 +351,7 @@ export class RedisBudgetStore implements BudgetStore {
           this.#channel,
           keyId,
         );
+        this.#letGo(keyId, o.seq);
         if (limit !== 0) this.#learn(keyId, { left: remaining as number, resetAt: resetAt as number });
         return { limit: limit as number, remaining: remaining as number, resetAt: resetAt as number };
       },
@@ -350,6 +369,7 @@ export class RedisBudgetStore implements BudgetStore {
       state,
       async () => {
         await this.#redis.petstoreRelease(2, state, this.#key(keyId, 'inflight'), seq, this.#channel, keyId);
+        this.#letGo(keyId, seq);
       },
       (fallback) => fallback.release(keyId, seq),
     );
@@ -516,9 +536,14 @@ export class RedisBudgetStore implements BudgetStore {
         const local = await fallback.pausedUntil(keyId);
         const spent = known.left === 0 && known.resetAt > now ? known.resetAt : 0;
         const until = Math.round(Math.max(known.pausedUntil, local, spent));
-        fences.push(this.#redis.petstoreFence(2, this.#key(keyId, 'state'), this.#key(keyId, 'inflight'), until, now));
+        const mine = [...(this.#mine.get(keyId) ?? [])];
+        fences.push(
+          this.#redis.petstoreFence(2, this.#key(keyId, 'state'), this.#key(keyId, 'inflight'), until, now, ...mine),
+        );
       }
       await Promise.all(fences);
+      // Fenced, or of a key whose window has moved on: left in flight, they expire with their entry.
+      this.#mine.clear();
       if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
       this.#rejoinTimer = undefined;
       this.#fallback = undefined;
@@ -531,6 +556,17 @@ export class RedisBudgetStore implements BudgetStore {
     } finally {
       this.#rejoining = false;
     }
+  }
+
+  #hold(keyId: string, seq: number): void {
+    const held = this.#mine.get(keyId);
+    if (held !== undefined) held.add(seq);
+    else if (this.#mine.size < this.#maxKeys) this.#mine.set(keyId, new Set([seq]));
+  }
+
+  #letGo(keyId: string, seq: number): void {
+    const held = this.#mine.get(keyId);
+    if (held?.delete(seq) && held.size === 0) this.#mine.delete(keyId);
   }
 
   /** Remembers the latest shared view of a key, most recent last; the oldest forgotten past maxKeys. */

@@ -24,6 +24,8 @@ export type Reservation =
       /** Sends in the first (smallest) window's log, this one included, and when its oldest leaves it. */
       readonly used: number;
       readonly freeAt: number;
+      /** The budget's `epoch` when it was made (a store whose budget can move: see BudgetStore.epoch). */
+      readonly epoch?: number;
     }
   | {
       readonly ok: false;

@@ -211,10 +211,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     let poll = SHARED_POLL_MS;
     for (let asked = waitingSince; ; asked = now()) {
       const reservation = await options.store.reserve(call.keyId, options.windows, asked, deadline);
-      // The store that made it (a Redis failure falls back within the call), read before any wait.
-      const epoch = options.store.epoch;
       const start = now();
       if (reservation.ok) {
+        // The budget it was made on (Redis, or the local share it falls back on), as the store says.
+        const { epoch } = reservation;
         remember(usage, call.keyId, { used: reservation.used, freeAt: reservation.freeAt, at: start });
         if (reservation.at <= start) return { seq: reservation.seq, epoch };
         options.onEvent?.({ type: 'throttled', waitMs: reservation.at - start });

@@ -160,6 +160,31 @@ describe('the Redis budget when Redis is lost', () => {
   });
 });
 
+describe('the fence on rejoin', () => {
+  it("takes off only this replica's requests in flight: another replica's request still out keeps counting", async () => {
+    const { cutOff, direct } = await replicas();
+    const WIDE: RateWindow[] = [{ count: 100, windowMs: 10_000 }];
+    const resetAt = Date.now() + 10_000;
+    // The cut-off replica learns the key's window, so it fences the key when it is back.
+    expect(await send(cutOff, 9, resetAt)).toMatchObject({ ok: true });
+    // The other replica sends a request that stays out.
+    const now = Date.now();
+    const out = await direct.reserve('k', WIDE, now, now + 100);
+    expect(out).toMatchObject({ ok: true });
+    await cut();
+    await cutOff.pausedUntil('k'); // a command that fails: the replica plans on its local share
+    expect(cutOff.degraded).toBe(true);
+    await heal();
+    await until('the replica back on Redis', () => !cutOff.degraded, { timeoutMs: 5_000, everyMs: 50 });
+    // Fenced: the next send is one probe, and a probe goes alone, so it waits for the request still
+    // out. Had the fence taken that request off, the probe would go beside it.
+    const at = Date.now();
+    expect(await direct.reserve('k', WIDE, at, at + 100)).toMatchObject({ ok: false, probing: true });
+    await direct.observe('k', { seq: (out as { seq: number }).seq, limit: 100, remaining: 19, resetAt }, at);
+    expect(await direct.reserve('k', WIDE, at, at + 100)).toMatchObject({ ok: true });
+  });
+});
+
 describe('the limiter when the budget moves while requests are out', () => {
   it('records a late answer only on the store that planned it: one planned on the local share cannot free a probe on a Redis that lost everything', async () => {
     const { cutOff } = await replicas();
