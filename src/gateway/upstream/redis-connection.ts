@@ -15,15 +15,10 @@ import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis'
 import type { RedisTarget } from '../../config.js';
 
 export type RedisClient = Redis | Cluster;
-export type RedisMode = RedisTarget['mode'];
-
 export interface RedisConnection {
-  readonly mode: RedisMode;
   readonly client: RedisClient;
   /** Every primary (one outside a Cluster): what a SCAN over all keys must visit. */
   primaries(): Redis[];
-  /** Which primary serves now (`host:port`, a Cluster's sorted list), to tell a failover from a reconnect. */
-  primary(): string;
   close(): void;
 }
 
@@ -126,10 +121,8 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
   if (client instanceof Cluster) client.on('refresh', notice);
 
   return {
-    mode: target.mode,
     client,
     primaries,
-    primary,
     close() {
       client.disconnect();
     },
