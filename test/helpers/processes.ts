@@ -151,6 +151,24 @@ export interface StartOptions {
   readonly detached?: boolean;
 }
 
+/**
+ * The child's exit, once what it wrote to its pipes has been read ('close'), so `output()` is
+ * complete; 'exit' alone can come before the last chunk. A grandchild still holding the pipes would
+ * delay 'close' for as long as it lives, so that wait is bounded by `drainMs` after the exit.
+ */
+function drainedExit(child: ChildProcess, drainMs = 2_000): Promise<Exit> {
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  return new Promise<Exit>((resolve) =>
+    child.once('exit', (code, signal) => {
+      const timer = setTimeout(() => resolve({ code, signal }), drainMs);
+      void closed.then(() => {
+        clearTimeout(timer);
+        resolve({ code, signal });
+      });
+    }),
+  );
+}
+
 export async function startUntil(command: string, args: readonly string[], options: StartOptions): Promise<Started> {
   const child = spawn(command, args, {
     cwd: options.cwd,
@@ -161,7 +179,7 @@ export async function startUntil(command: string, args: readonly string[], optio
   const pid = child.pid;
   if (pid === undefined) throw new Error(`could not start ${command}`);
   let output = '';
-  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = drainedExit(child);
   const ready = await new Promise<RegExpExecArray>((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new Error(`${command} ${args.join(' ')}: not ready within ${options.timeoutMs} ms:\n${output}`));

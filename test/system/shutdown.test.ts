@@ -13,7 +13,7 @@
  * dist/main.js imports src/main.ts (tsx preloaded): a build would rewrite the dist/ other tests use.
  */
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -30,7 +30,6 @@ import {
   signalGroup,
   startUntil,
   stopProcess,
-  trackedEnv,
   waitGone,
 } from '../helpers/processes.js';
 import { sendRaw, startUpstream, UPSTREAM_KEY, type Upstream } from '../helpers/upstream.js';
@@ -77,35 +76,15 @@ async function startReady(
   env: Record<string, string>,
   detached = false,
 ): Promise<Main> {
-  const child = spawn(command, args, {
+  const started = await startUntil(command, args, {
     cwd,
-    env: trackedEnv({ PATH: process.env.PATH ?? '', ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', ...env },
+    ready: /Pet Store GraphQL gateway ready at (\S+)/,
+    timeoutMs: 30_000,
     detached,
   });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString('utf8');
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString('utf8');
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ready line within 30 s:\n${output}`)), 30_000);
-    const check = () => {
-      const match = /Pet Store GraphQL gateway ready at (\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1] as string);
-      }
-    };
-    child.stdout?.on('data', check);
-    void exited.then(() => reject(new Error(`exited before it was ready:\n${output}`)));
-  });
-  return { child, url, port: Number(new URL(url).port), exited, output: () => output };
+  const url = started.ready[1] as string;
+  return { child: started.child, url, port: Number(new URL(url).port), exited: started.exited, output: started.output };
 }
 
 /**
