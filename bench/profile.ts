@@ -20,23 +20,18 @@ import { table } from './lib/text.js';
 /** A frame of V8's .cpuprofile (the Chrome DevTools Protocol's Profiler.CallFrame). */
 type CallFrame = { readonly functionName: string; readonly url: string; readonly lineNumber: number };
 
+const PSEUDO: Record<string, string> = {
+  '(idle)': 'idle (waiting on the store or wrk)',
+  '(garbage collector)': 'garbage collector',
+  '(program)': 'V8 itself (compiler, runtime)',
+};
+
 /** Who owns a frame: a package, Node, the gateway, or one of V8's pseudo-frames. */
 function owner({ functionName, url }: CallFrame): string {
-  if (url === '') {
-    const pseudo: Record<string, string> = {
-      '(idle)': 'idle (waiting on the store or wrk)',
-      '(garbage collector)': 'garbage collector',
-      '(program)': 'V8 itself (compiler, runtime)',
-    };
-    return pseudo[functionName] ?? 'native code (JSON, crypto, buffers)';
-  }
-  if (url.startsWith('node:')) {
-    const module = url.slice('node:'.length).replace(/^internal\//, '');
-    if (/^(http|_http|net|stream|streams|tls|dns|url)/.test(module)) return 'Node: HTTP, sockets, streams';
-    if (/^(timers|process|async_hooks|event_target|abort_controller|events)/.test(module))
-      return 'Node: timers, events';
-    return 'Node: other';
-  }
+  if (url === '') return PSEUDO[functionName] ?? 'native code (JSON, crypto, buffers)';
+  if (/^node:(internal\/)?_?(http|net|stream|tls|dns|url)/.test(url)) return 'Node: HTTP, sockets, streams';
+  if (/^node:(internal\/)?(timers|process|async_hooks|event|abort)/.test(url)) return 'Node: timers, events';
+  if (url.startsWith('node:')) return 'Node: other';
   const name = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1];
   if (name !== undefined) return name.startsWith('@apollo/') ? 'Apollo Server (@apollo/*)' : name;
   return url.includes('/dist/') ? 'this gateway (dist/)' : 'other';
@@ -96,19 +91,14 @@ try {
     const { owners, functions } = summarise(join(dir, file));
     if (KEEP === undefined) rmSync(dir, { recursive: true, force: true });
     else console.error(`bench:profile: ${label}: ${dir}`);
+    const percent = ([name, share]: [string, number]) => [name, `${(share * 100).toFixed(1)}%`];
+    const shown = owners.filter(([, share]) => share >= 0.005).map(percent);
+    const heaviest = functions.map(([name, share]) => percent([`\`${name}\``, share]));
     console.log(
       `**This gateway, ${label}**: ${Math.round(result.rps).toLocaleString('en')} req/s under the profiler\n`,
     );
-    const percent = ([name, share]: [string, number]) => [name, `${(share * 100).toFixed(1)}%`];
-    console.log(
-      `${table(['who runs', 'share of the process'], owners.filter(([, share]) => share >= 0.005).map(percent))}\n`,
-    );
-    console.log(
-      `${table(
-        ['heaviest functions (self time)', 'share'],
-        functions.map(([name, share]) => percent([`\`${name}\``, share])),
-      )}\n`,
-    );
+    console.log(`${table(['who runs', 'share of the process'], shown)}\n`);
+    console.log(`${table(['heaviest functions (self time)', 'share'], heaviest)}\n`);
   }
 } finally {
   await stopAll();
