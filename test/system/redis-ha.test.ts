@@ -158,7 +158,9 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
       const window = Math.floor(record.receivedAt / WINDOW_MS);
       perWindow.set(window, (perWindow.get(window) ?? 0) + 1);
     }
-    expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(LIMIT);
+    // Said on failure: each window's count, its start relative to the kill.
+    const windows = [...perWindow].map(([window, count]) => `${window * WINDOW_MS - killedAt} ms: ${count}`);
+    expect(Math.max(...perWindow.values()), windows.join(', ')).toBeLessThanOrEqual(LIMIT);
     expect(records.filter((record) => record.status === 429)).toEqual([]);
     // None hangs: each is answered within its wait and its upstream timeout.
     expect(Math.max(...done.map((d) => d.tookMs))).toBeLessThan(MAX_WAIT_MS + 2_000 + 1_500);
