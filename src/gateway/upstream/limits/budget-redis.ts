@@ -547,7 +547,12 @@ export class RedisBudgetStore implements BudgetStore {
    */
   async #rejoin(): Promise<void> {
     const fallback = this.#fallback;
-    if (fallback === undefined || this.#rejoining || this.#redis.status !== 'ready') return;
+    if (fallback === undefined || this.#rejoining) return;
+    // Lost again while waiting for the local share's requests: the local share plans again.
+    if (this.#redis.status !== 'ready') {
+      this.#drainingSince = 0;
+      return;
+    }
     this.#rejoining = true;
     try {
       await this.#redis.pttl(this.#probeKey);

@@ -227,6 +227,30 @@ describe('the way back to Redis', () => {
   });
 });
 
+describe('the way back to Redis, cut short', () => {
+  it('plans on the local share again when Redis is lost while it waits for the requests out', async () => {
+    const { cutOff } = await replicas();
+    await cut();
+    await cutOff.pausedUntil('k');
+    const now = Date.now();
+    expect(await cutOff.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100)).toMatchObject({ ok: true });
+    // A key never used before: the local share would plan its probe at once, unless it plans nothing.
+    let fresh = 0;
+    const plansNow = async () => {
+      const at = Date.now();
+      return (await cutOff.reserve(`fresh-${fresh++}`, TEN_PER_TWO_SECONDS, at, at)).ok;
+    };
+    await heal();
+    await until('Redis answers, and the replica waits for the request out', async () => !(await plansNow()), {
+      timeoutMs: 3_000,
+      everyMs: 50,
+    });
+    await cut();
+    await until('the local share plans again', plansNow, { timeoutMs: 3_000, everyMs: 50 });
+    expect(cutOff.degraded).toBe(true);
+  });
+});
+
 describe('the limiter when the budget moves while requests are out', () => {
   it('records a late answer only on the store that planned it: one planned on the local share cannot free a probe on a Redis that lost everything', async () => {
     // It moves back to Redis 200 ms after Redis answers even with the local share's request still out.
