@@ -219,7 +219,11 @@ describe('the way back to Redis', () => {
     await new Promise((resolve) => setTimeout(resolve, 700));
     expect(cutOff.degraded).toBe(true);
     const at = Date.now();
-    expect(await cutOff.reserve('k', TEN_PER_TWO_SECONDS, at, at + 100)).toMatchObject({ ok: false, probing: true });
+    // A key never used before: the local share would send its probe at once, were it still planning.
+    expect(await cutOff.reserve('unused', TEN_PER_TWO_SECONDS, at, at + 100)).toMatchObject({
+      ok: false,
+      probing: true,
+    });
     const resetAt = Date.now() + 3_000;
     await cutOff.observe('k', { seq: (out as { seq: number }).seq, limit: 10, remaining: 8, resetAt }, Date.now());
     await until('the replica back on Redis', () => !cutOff.degraded, { timeoutMs: 5_000, everyMs: 50 });
