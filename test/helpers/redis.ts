@@ -237,6 +237,36 @@ export interface RedisHa {
  * A Redis Cluster of 3 primaries and 3 replicas on free ports (STACK.md item 20), with a short
  * cluster-node-timeout so a SIGKILLed primary's replica is promoted in about 2 s.
  */
+/**
+ * One Cluster member on free ports. A port found free may be taken before redis-server binds it
+ * (other test files pick ports at the same time): it refuses to start, saying so, and is started again
+ * on other ports, three tries at most.
+ */
+async function clusterMember(dir: string, nodeTimeoutMs: number): Promise<Member> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await startMember(dir, port, [
+        '--cluster-enabled',
+        'yes',
+        // A bus port of its own: by default it is port + 10000, and redis-server refuses a port above
+        // 55535 then, which a free port may be where the kernel's ephemeral range reaches higher.
+        '--cluster-port',
+        String(await freePort()),
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        String(nodeTimeoutMs),
+        // A replica promoted as soon as it sees its primary fail, however long since its last sync.
+        '--cluster-replica-validity-factor',
+        '0',
+      ]);
+    } catch (error) {
+      if (attempt === 3 || !String(error).includes('Failed listening')) throw error;
+    }
+  }
+}
+
 export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa> {
   const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
   const members: Member[] = [];
@@ -245,26 +275,7 @@ export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa>
     await rm(dir, { recursive: true, force: true }).catch(() => {});
   };
   try {
-    for (let i = 0; i < 6; i++) {
-      const port = await freePort();
-      members.push(
-        await startMember(dir, port, [
-          '--cluster-enabled',
-          'yes',
-          // A bus port of its own: by default it is port + 10000, and redis-server refuses a port above
-          // 55535 then, which a free port may be where the kernel's ephemeral range reaches higher.
-          '--cluster-port',
-          String(await freePort()),
-          '--cluster-config-file',
-          join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout',
-          String(nodeTimeoutMs),
-          // A replica promoted as soon as it sees its primary fail, however long since its last sync.
-          '--cluster-replica-validity-factor',
-          '0',
-        ]),
-      );
-    }
+    for (let i = 0; i < 6; i++) members.push(await clusterMember(dir, nodeTimeoutMs));
     const addresses = members.map((member) => `127.0.0.1:${member.port}`);
     await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '1', '--cluster-yes'], {
       timeout: 30_000,
