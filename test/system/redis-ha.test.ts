@@ -173,7 +173,10 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
     const refused = after
       .filter((d) => errorCodes(d.response).length > 0)
       .map((d) => `+${d.startedAt - settledAt} ms, ${d.tookMs} ms: ${JSON.stringify(d.response.body.errors)}`);
-    expect(after.flatMap((d) => errorCodes(d.response)), refused.join('\n')).toEqual([]);
+    expect(
+      after.flatMap((d) => errorCodes(d.response)),
+      refused.join('\n'),
+    ).toEqual([]);
     expect(after.every((d) => Array.isArray((d.response.body.data?.pets as { nodes?: unknown })?.nodes))).toBe(true);
     // Told once per replica, and said at /metrics.
     for (const { handle, logs } of gateways) {
