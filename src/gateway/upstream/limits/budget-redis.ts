@@ -213,6 +213,12 @@ export interface RedisBudgetOptions {
    * longer than any request can take, so a live one is never forgotten early.
    */
   readonly inflightMs?: number;
+  /**
+   * How long a replica back on Redis waits for the requests it planned on its local share before it
+   * moves anyway (see #rejoin); default PROBE_MS. A request never answered nor released would
+   * otherwise keep it off Redis for good.
+   */
+  readonly drainMs?: number;
   /** Keys whose last shared view is remembered for a failover (default 10,000). */
   readonly maxKeys?: number;
   /** Told when the budget leaves Redis for the local share (false) and when it is shared again (true). */
@@ -230,6 +236,8 @@ interface KnownKey {
   left: number;
   resetAt: number;
   pausedUntil: number;
+  /** The upstream's Reset of the last window this replica planned sends into on its local share. */
+  localUntil: number;
 }
 
 /** How often a degraded replica asks whether Redis serves again (a Cluster stays "ready" through a failover). */
@@ -243,6 +251,7 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #heartbeat: NodeJS.Timeout;
   readonly #heartbeatMs: number;
   readonly #inflightMs: number;
+  readonly #drainMs: number;
   readonly #maxKeys: number;
   readonly #onShared: ((shared: boolean) => void) | undefined;
   readonly #known = new Map<string, KnownKey>();
@@ -257,6 +266,8 @@ export class RedisBudgetStore implements BudgetStore {
   #closed = false;
   #rejoinTimer: NodeJS.Timeout | undefined;
   #rejoining = false;
+  /** Since when Redis answers again while requests planned on the local share are still out (0: not). */
+  #drainingSince = 0;
   /** A key whose command failed: the rejoin probe asks its slot (on a Cluster, the primary that failed). */
   #probeKey: string;
   readonly #channel: string;
@@ -268,6 +279,7 @@ export class RedisBudgetStore implements BudgetStore {
     this.#prefix = options.prefix ?? 'petstore-gateway';
     this.#heartbeatMs = options.heartbeatMs ?? 1_000;
     this.#inflightMs = options.inflightMs ?? 60_000;
+    this.#drainMs = options.drainMs ?? PROBE_MS;
     this.#maxKeys = options.maxKeys ?? 10_000;
     this.#onShared = options.onShared;
     this.#probeKey = `${this.#prefix}:replicas`;
@@ -331,6 +343,8 @@ export class RedisBudgetStore implements BudgetStore {
         return third === 1 ? { ok: false, retryAt: at as number, probing: true } : { ok: false, retryAt: at as number };
       },
       async (fallback) => {
+        // Redis is back and the local share's last requests are still out: plan nowhere until they are in.
+        if (this.#drainingSince > 0) return { ok: false, retryAt: now + REJOIN_PROBE_MS, probing: true };
         const epoch = this.#epoch;
         const reservation = await fallback.reserve(keyId, windows, now, deadline);
         return reservation.ok ? { ...reservation, epoch } : reservation;
@@ -357,7 +371,9 @@ export class RedisBudgetStore implements BudgetStore {
       },
       async (fallback) => {
         const quota = await fallback.observe(keyId, o, now);
-        if (quota.limit !== 0) this.#learn(keyId, { left: quota.remaining, resetAt: quota.resetAt });
+        if (quota.limit !== 0) {
+          this.#learn(keyId, { left: quota.remaining, resetAt: quota.resetAt, localUntil: quota.resetAt });
+        }
         return quota;
       },
     );
@@ -521,13 +537,27 @@ export class RedisBudgetStore implements BudgetStore {
    * never written), so each key this replica knows of is fenced first: its pause asserted again (or
    * one until its Reset when the window was spent), its gate dropped, so the next send is one probe
    * whose answer (the upstream's Remaining) sets the gate again.
+   *
+   * A window the local share planned sends into is not planned on Redis at all: the sends of it still
+   * out, here or at a replica not yet back, reach the upstream after the probe and are not in its
+   * Remaining (so a probe's gate would overspend the window), and Redis's log holds none of them. So
+   * first the local share's requests still out are awaited (up to drainMs, planning nothing
+   * meanwhile), then such a key is paused on Redis until that window's Reset: the rule of the way
+   * out (MemoryBudgetStore.seed), on the way back.
    */
   async #rejoin(): Promise<void> {
     const fallback = this.#fallback;
-    if (fallback === undefined || this.#rejoining || this.#redis.status !== 'ready') return;
+    if (fallback === undefined || this.#rejoining) return;
+    // Lost again while waiting for the local share's requests: the local share plans again.
+    if (this.#redis.status !== 'ready') {
+      this.#drainingSince = 0;
+      return;
+    }
     this.#rejoining = true;
     try {
       await this.#redis.pttl(this.#probeKey);
+      if (this.#drainingSince === 0) this.#drainingSince = Date.now();
+      if (fallback.inflight > 0 && Date.now() - this.#drainingSince < this.#drainMs) return;
       const now = Date.now();
       const fences: Promise<unknown>[] = [];
       for (const [keyId, known] of this.#known) {
@@ -535,7 +565,7 @@ export class RedisBudgetStore implements BudgetStore {
         if (known.resetAt <= now && known.pausedUntil <= now) continue;
         const local = await fallback.pausedUntil(keyId);
         const spent = known.left === 0 && known.resetAt > now ? known.resetAt : 0;
-        const until = Math.round(Math.max(known.pausedUntil, local, spent));
+        const until = Math.round(Math.max(known.pausedUntil, local, spent, known.localUntil));
         const mine = [...(this.#mine.get(keyId) ?? [])];
         fences.push(
           this.#redis.petstoreFence(2, this.#key(keyId, 'state'), this.#key(keyId, 'inflight'), until, now, ...mine),
@@ -547,11 +577,13 @@ export class RedisBudgetStore implements BudgetStore {
       if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
       this.#rejoinTimer = undefined;
       this.#fallback = undefined;
+      this.#drainingSince = 0;
       this.#epoch++;
       this.#onShared?.(true);
       this.#logger.info('Redis is back: rate-limit budget shared across replicas again');
     } catch (error) {
-      // Not yet: the next probe tries again.
+      // Not yet: the local share plans again, and the next probe tries again.
+      this.#drainingSince = 0;
       this.#logger.debug({ reason: (error as Error).message }, 'Redis not back yet');
     } finally {
       this.#rejoining = false;
@@ -571,11 +603,12 @@ export class RedisBudgetStore implements BudgetStore {
 
   /** Remembers the latest shared view of a key, most recent last; the oldest forgotten past maxKeys. */
   #learn(keyId: string, update: Partial<KnownKey>): void {
-    const known = this.#known.get(keyId) ?? { left: -1, resetAt: 0, pausedUntil: 0 };
+    const known = this.#known.get(keyId) ?? { left: -1, resetAt: 0, pausedUntil: 0, localUntil: 0 };
     this.#known.delete(keyId);
     if (update.left !== undefined) known.left = update.left;
     if (update.resetAt !== undefined) known.resetAt = update.resetAt;
     if (update.pausedUntil !== undefined) known.pausedUntil = Math.max(known.pausedUntil, update.pausedUntil);
+    if (update.localUntil !== undefined) known.localUntil = Math.max(known.localUntil, update.localUntil);
     this.#known.set(keyId, known);
     if (this.#known.size > this.#maxKeys) this.#known.delete(this.#known.keys().next().value as string);
   }

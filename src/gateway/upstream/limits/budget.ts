@@ -163,6 +163,13 @@ export class MemoryBudgetStore implements BudgetStore {
     return this.#keys.size;
   }
 
+  /** Reservations of every key sent or about to be, with no answer or release yet. */
+  get inflight(): number {
+    let count = 0;
+    for (const budget of this.#keys.values()) count += budget.inflight.size;
+    return count;
+  }
+
   async reserve(keyId: string, windows: readonly RateWindow[], now: number, deadline: number): Promise<Reservation> {
     const budget = this.#budget(keyId, now);
     let at = Math.max(now, budget.pausedUntil);

@@ -39,13 +39,14 @@ async function heal(): Promise<void> {
 }
 
 /** Two replicas of one prefix: `cutOff` through the proxy, `direct` straight to Redis; both counted. */
-async function replicas(): Promise<{ cutOff: RedisBudgetStore; direct: RedisBudgetStore }> {
+async function replicas(drainMs?: number): Promise<{ cutOff: RedisBudgetStore; direct: RedisBudgetStore }> {
   const prefix = `failover-unit-${run++}`;
   const make = (url: string) => {
     const target: RedisTarget = { mode: 'single', url, auth: {}, tls: false };
     const connection = createRedisConnection(target);
     const subscriber = createRedisConnection(target, { offlineQueue: true });
-    const store = new RedisBudgetStore({ connection, subscriber, logger: createLogger('silent'), prefix });
+    const logger = createLogger('silent');
+    const store = new RedisBudgetStore({ connection, subscriber, logger, prefix, ...(drainMs ? { drainMs } : {}) });
     closers.push(async () => {
       await store.close();
       connection.close();
@@ -185,9 +186,79 @@ describe('the fence on rejoin', () => {
   });
 });
 
+describe('the way back to Redis', () => {
+  it('plans nothing on Redis in a window the local share planned into, until its Reset', async () => {
+    const { cutOff, direct } = await replicas();
+    // Known before the cut: a window that ends at once, so the local share may plan after it.
+    expect(await send(cutOff, 9, Date.now() + 100)).toMatchObject({ ok: true });
+    await cut();
+    await cutOff.pausedUntil('k'); // a command that fails: the replica plans on its local share
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The local share's probe, answered: 7 left in a window that ends in 3 s.
+    const resetAt = Date.now() + 3_000;
+    expect(await send(cutOff, 7, resetAt)).toMatchObject({ ok: true });
+    await heal();
+    await until('the replica back on Redis', () => !cutOff.degraded, { timeoutMs: 5_000, everyMs: 50 });
+    // Redis holds none of that window's sends, and those still out would miss a probe's Remaining:
+    // neither replica plans into it; from its Reset on, one probe.
+    expect(await direct.pausedUntil('k')).toBe(resetAt);
+    expect(await plannable(cutOff)).toBe(0);
+    expect(await plannable(direct)).toBe(0);
+  });
+
+  it('waits for the requests planned on the local share before it moves, and plans nothing meanwhile', async () => {
+    const { cutOff } = await replicas();
+    await cut();
+    await cutOff.pausedUntil('k');
+    expect(cutOff.degraded).toBe(true);
+    const now = Date.now();
+    const out = await cutOff.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100);
+    expect(out).toMatchObject({ ok: true });
+    await heal();
+    // Redis answers (the rejoin probe runs every 250 ms), but the request is still out.
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(cutOff.degraded).toBe(true);
+    const at = Date.now();
+    // A key never used before: the local share would send its probe at once, were it still planning.
+    expect(await cutOff.reserve('unused', TEN_PER_TWO_SECONDS, at, at + 100)).toMatchObject({
+      ok: false,
+      probing: true,
+    });
+    const resetAt = Date.now() + 3_000;
+    await cutOff.observe('k', { seq: (out as { seq: number }).seq, limit: 10, remaining: 8, resetAt }, Date.now());
+    await until('the replica back on Redis', () => !cutOff.degraded, { timeoutMs: 5_000, everyMs: 50 });
+    expect(await cutOff.pausedUntil('k')).toBe(resetAt);
+  });
+});
+
+describe('the way back to Redis, cut short', () => {
+  it('plans on the local share again when Redis is lost while it waits for the requests out', async () => {
+    const { cutOff } = await replicas();
+    await cut();
+    await cutOff.pausedUntil('k');
+    const now = Date.now();
+    expect(await cutOff.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100)).toMatchObject({ ok: true });
+    // A key never used before: the local share would plan its probe at once, unless it plans nothing.
+    let fresh = 0;
+    const plansNow = async () => {
+      const at = Date.now();
+      return (await cutOff.reserve(`fresh-${fresh++}`, TEN_PER_TWO_SECONDS, at, at)).ok;
+    };
+    await heal();
+    await until('Redis answers, and the replica waits for the request out', async () => !(await plansNow()), {
+      timeoutMs: 3_000,
+      everyMs: 50,
+    });
+    await cut();
+    await until('the local share plans again', plansNow, { timeoutMs: 3_000, everyMs: 50 });
+    expect(cutOff.degraded).toBe(true);
+  });
+});
+
 describe('the limiter when the budget moves while requests are out', () => {
   it('records a late answer only on the store that planned it: one planned on the local share cannot free a probe on a Redis that lost everything', async () => {
-    const { cutOff } = await replicas();
+    // It moves back to Redis 200 ms after Redis answers even with the local share's request still out.
+    const { cutOff } = await replicas(200);
     const limiter = createLimiter({
       windows: [{ count: 10, windowMs: 60_000 }],
       store: cutOff,
