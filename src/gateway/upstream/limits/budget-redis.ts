@@ -32,10 +32,11 @@ const WAKE = (at: number) =>
   `if redis.call('HDEL', KEYS[1], 'wait') == 1 then redis.call('PUBLISH', ARGV[${at}], ARGV[${at + 1}]) end`;
 
 // KEYS: state hash, in-flight zset, then one log per window. ARGV: now, deadline, probe ms,
-// in-flight ttl ms, one-at-a-time threshold, then count and window ms per window.
+// in-flight ttl ms, one-at-a-time threshold, the replica's tag, then count and window ms per window.
+// A request in flight is the member seq@tag, so a fence can find a replica's own.
 const RESERVE = `
 local now, deadline, probe, flight = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local low = tonumber(ARGV[5])
+local low, tag = tonumber(ARGV[5]), ARGV[6]
 -- Refused until an answer in flight arrives: marked, so that answer's script tells the waiters (below).
 local function waiting(result)
   redis.call('HSET', KEYS[1], 'wait', 1)
@@ -47,7 +48,7 @@ local at = math.max(now, tonumber(st[1] or '0'))
 local seq = tonumber(st[2] or '0')
 local ttl = probe
 for i = 3, #KEYS do
-  local count, w = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local count, w = tonumber(ARGV[2 * i + 1]), tonumber(ARGV[2 * i + 2])
   ttl = math.max(ttl, w)
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - w)
   local len = redis.call('ZCARD', KEYS[i])
@@ -87,27 +88,27 @@ if at > deadline then return {0, at, 0} end
 seq = seq + 1
 redis.call('HSET', KEYS[1], 'seq', seq)
 redis.call('PEXPIRE', KEYS[1], ttl + at - now)
-redis.call('ZADD', KEYS[2], at + flight, seq)
+redis.call('ZADD', KEYS[2], at + flight, seq .. '@' .. tag)
 redis.call('PEXPIRE', KEYS[2], at - now + flight)
 for i = 3, #KEYS do
   redis.call('ZADD', KEYS[i], at, seq)
-  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]) + at - now)
+  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 2]) + at - now)
 end
 -- The first (smallest) window: how many sends it holds, and when its oldest leaves it; and what the
 -- gate leaves after this one, until when (what the replica falls back on should Redis fail over).
 if #KEYS > 2 then
   local oldest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  return {1, at, seq, redis.call('ZCARD', KEYS[3]), tonumber(oldest[2]) + tonumber(ARGV[7]), grem - (seq - gbase), greset}
+  return {1, at, seq, redis.call('ZCARD', KEYS[3]), tonumber(oldest[2]) + tonumber(ARGV[8]), grem - (seq - gbase), greset}
 end
 return {1, at, seq, 0, at, -1, 0}
 `;
 
 // KEYS: state hash, in-flight zset. ARGV: seq, limit, remaining, reset ms (0: no usable headers), now,
-// then the channel and key id to tell waiters on (see WAKE).
+// then the channel and key id to tell waiters on (see WAKE), then the replica's tag.
 const OBSERVE = `
 local seq, limit, remaining, reset, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 ${WAKE(6)}
-redis.call('ZREM', KEYS[2], seq)
+redis.call('ZREM', KEYS[2], ARGV[1] .. '@' .. ARGV[8])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local inflight = redis.call('ZCARD', KEYS[2])
 local st = redis.call('HMGET', KEYS[1], 'seq', 'gbase', 'gfrom', 'greset', 'grem', 'glimit', 'pseq')
@@ -137,11 +138,11 @@ if greset <= now then return {limit, limit, greset} end
 return {limit, math.max(0, remaining - (cur - gbase)), greset}
 `;
 
-// KEYS: state hash, in-flight zset. ARGV: seq, then the channel and key id to tell waiters on.
+// KEYS: state hash, in-flight zset. ARGV: seq, the channel and key id to tell waiters on, the replica's tag.
 const RELEASE = `
 local seq = tonumber(ARGV[1])
 ${WAKE(2)}
-redis.call('ZREM', KEYS[2], seq)
+redis.call('ZREM', KEYS[2], ARGV[1] .. '@' .. ARGV[4])
 local st = redis.call('HMGET', KEYS[1], 'gbase', 'gfrom')
 -- A probe that got no answer lets the next request probe at once.
 if tonumber(st[2] or '0') == -1 and tonumber(st[1] or '-2') + 1 == seq then
@@ -162,22 +163,29 @@ redis.call('HSET', KEYS[1], 'pseq', tonumber(redis.call('HGET', KEYS[1], 'seq') 
 return 1
 `;
 
-// KEYS: state hash, in-flight zset. ARGV: until, now, then the reservations this replica made here
-// before it left. A replica back on Redis after an outage or a failover: what Redis holds may be older
-// than what happened (writes lost with the old primary, sends made on the local share), so the key's
-// gate is dropped (the next send is one probe, whose answer is the upstream's word), its pause is at
-// least `until`, answers to requests planned before now are stale, and this replica's requests from
-// before no longer count as in flight: their answers are recorded nowhere (the budget moved while they
-// were out), and left here they would hold the last few of every window one at a time until they
-// expire. Other replicas' requests in flight stay counted: they may still be out.
+// KEYS: state hash, in-flight zset. ARGV: until, now, the replica's tag. A replica back on Redis
+// after an outage or a failover: what Redis holds may be older than what happened (writes lost with
+// the old primary, sends made on the local share), so the key's gate is dropped (the next send is one
+// probe, whose answer is the upstream's word), its pause is at least `until`, answers to requests
+// planned before now are stale, and this replica's requests from before no longer count as in
+// flight: their answers are recorded nowhere (the budget moved while they were out), and left here
+// they would hold the last few of every window one at a time until they expire. Among them are
+// reservations it never heard of: a command it timed out on that Redis ran late, having stalled (a
+// DEBUG SLEEP, a slow script), and before this fence, which the same connection sends after it.
+// They are found by the replica's tag. Other replicas' requests in flight stay counted: they may
+// still be out.
 const FENCE = `
 local p = tonumber(redis.call('HGET', KEYS[1], 'pause') or '0')
 local till, now = tonumber(ARGV[1]), tonumber(ARGV[2])
 local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
 redis.call('HDEL', KEYS[1], 'gbase', 'gfrom', 'grem', 'greset', 'glimit')
 redis.call('HSET', KEYS[1], 'pseq', seq, 'pause', math.max(p, till))
-redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), till - now + 60000))
-for i = 3, #ARGV do redis.call('ZREM', KEYS[2], ARGV[i]) end
+-- At least a minute: a state Redis had lost is made here anew, with no expiry of its own.
+redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), till - now + 60000, 60000))
+local suffix = '@' .. ARGV[3]
+for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  if string.sub(member, -#suffix) == suffix then redis.call('ZREM', KEYS[2], member) end
+end
 return 1
 `;
 
@@ -256,8 +264,15 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #onShared: ((shared: boolean) => void) | undefined;
   readonly #known = new Map<string, KnownKey>();
   /**
-   * Reservations this replica made on Redis and has not yet answered or released, by key: what a fence
-   * takes off a key's in-flight set when it rejoins (never another replica's, which may still be out).
+   * Marks this replica's requests in flight on Redis (seq@tag), so a fence takes off its own, those it
+   * never heard of included, and never another replica's, which may still be out.
+   */
+  readonly #tag = randomBytes(6).toString('hex');
+  /** Keys whose command failed: Redis may yet run it (see FENCE), so they are fenced on the way back. */
+  readonly #failed = new Set<string>();
+  /**
+   * Reservations this replica made on Redis and has not yet answered or released, by key: keys with
+   * requests of this replica counted in flight there, which a fence takes off when it rejoins.
    */
   readonly #mine = new Map<string, Set<number>>();
   #replicas = 1;
@@ -316,12 +331,13 @@ export class RedisBudgetStore implements BudgetStore {
       ...windows.map((w) => this.#key(keyId, `w${w.windowMs}`)),
     ];
     return this.#run(
-      keys[0] as string,
+      keyId,
       async () => {
         // Read before the script: should Redis be lost meanwhile, the reservation is still Redis's.
         const epoch = this.#epoch;
         const counts = windows.flatMap((w) => [w.count, w.windowMs]);
-        const args = [now, Math.round(deadline), PROBE_MS, this.#inflightMs, ONE_AT_A_TIME_BELOW, ...counts];
+        const low = ONE_AT_A_TIME_BELOW;
+        const args = [now, Math.round(deadline), PROBE_MS, this.#inflightMs, low, this.#tag, ...counts];
         const [ok, at, third, used, freeAt, left, resetAt] = await this.#redis.petstoreReserve(
           keys.length,
           ...keys,
@@ -355,7 +371,7 @@ export class RedisBudgetStore implements BudgetStore {
   observe(keyId: string, o: Observation, now: number): Promise<Quota> {
     const keys = [this.#key(keyId, 'state'), this.#key(keyId, 'inflight')];
     return this.#run(
-      keys[0] as string,
+      keyId,
       async () => {
         const args = [o.seq, o.limit, o.remaining, Math.round(o.resetAt), now];
         const [limit, remaining, resetAt] = await this.#redis.petstoreObserve(
@@ -364,6 +380,7 @@ export class RedisBudgetStore implements BudgetStore {
           ...args,
           this.#channel,
           keyId,
+          this.#tag,
         );
         this.#letGo(keyId, o.seq);
         if (limit !== 0) this.#learn(keyId, { left: remaining as number, resetAt: resetAt as number });
@@ -382,9 +399,10 @@ export class RedisBudgetStore implements BudgetStore {
   release(keyId: string, seq: number): Promise<void> {
     const state = this.#key(keyId, 'state');
     return this.#run(
-      state,
+      keyId,
       async () => {
-        await this.#redis.petstoreRelease(2, state, this.#key(keyId, 'inflight'), seq, this.#channel, keyId);
+        const inflight = this.#key(keyId, 'inflight');
+        await this.#redis.petstoreRelease(2, state, inflight, seq, this.#channel, keyId, this.#tag);
         this.#letGo(keyId, seq);
       },
       (fallback) => fallback.release(keyId, seq),
@@ -396,7 +414,7 @@ export class RedisBudgetStore implements BudgetStore {
     this.#learn(keyId, { pausedUntil: until });
     const state = this.#key(keyId, 'state');
     return this.#run(
-      state,
+      keyId,
       async () => {
         await this.#redis.petstorePause(1, state, Math.round(until), Date.now(), seq);
       },
@@ -407,7 +425,7 @@ export class RedisBudgetStore implements BudgetStore {
   pausedUntil(keyId: string): Promise<number> {
     const state = this.#key(keyId, 'state');
     return this.#run(
-      state,
+      keyId,
       async () => {
         const until = Number((await this.#redis.hget(state, 'pause')) ?? 0);
         if (until > Date.now()) this.#learn(keyId, { pausedUntil: until });
@@ -487,7 +505,7 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   async #run<T>(
-    probeKey: string,
+    keyId: string,
     shared: () => Promise<T>,
     local: (fallback: MemoryBudgetStore) => Promise<T>,
   ): Promise<T> {
@@ -495,7 +513,8 @@ export class RedisBudgetStore implements BudgetStore {
       try {
         return await shared();
       } catch (error) {
-        this.#probeKey = probeKey;
+        this.#probeKey = this.#key(keyId, 'state');
+        if (this.#failed.size < this.#maxKeys) this.#failed.add(keyId);
         this.#degrade(error);
       }
     } else if (this.#fallback === undefined) {
@@ -559,21 +578,23 @@ export class RedisBudgetStore implements BudgetStore {
       if (this.#drainingSince === 0) this.#drainingSince = Date.now();
       if (fallback.inflight > 0 && Date.now() - this.#drainingSince < this.#drainMs) return;
       const now = Date.now();
+      // Keys with requests of this replica counted in flight on Redis (some perhaps never heard of),
+      // and those whose window in progress or pause it knows of; a key whose Reset and pause have
+      // passed, with nothing of this replica's in flight, has nothing left to lose.
+      const keys = new Set([...this.#failed, ...this.#mine.keys()]);
+      for (const [keyId, known] of this.#known) if (known.resetAt > now || known.pausedUntil > now) keys.add(keyId);
       const fences: Promise<unknown>[] = [];
-      for (const [keyId, known] of this.#known) {
-        // A key whose Reset and pause have passed has nothing left to lose: the upstream's window moved on.
-        if (known.resetAt <= now && known.pausedUntil <= now) continue;
+      for (const keyId of keys) {
+        const known = this.#known.get(keyId);
         const local = await fallback.pausedUntil(keyId);
-        const spent = known.left === 0 && known.resetAt > now ? known.resetAt : 0;
-        const until = Math.round(Math.max(known.pausedUntil, local, spent, known.localUntil));
-        const mine = [...(this.#mine.get(keyId) ?? [])];
-        fences.push(
-          this.#redis.petstoreFence(2, this.#key(keyId, 'state'), this.#key(keyId, 'inflight'), until, now, ...mine),
-        );
+        const spent = known !== undefined && known.left === 0 && known.resetAt > now ? known.resetAt : 0;
+        const until = Math.round(Math.max(known?.pausedUntil ?? 0, local, spent, known?.localUntil ?? 0));
+        const [state, inflight] = [this.#key(keyId, 'state'), this.#key(keyId, 'inflight')];
+        fences.push(this.#redis.petstoreFence(2, state, inflight, until, now, this.#tag));
       }
       await Promise.all(fences);
-      // Fenced, or of a key whose window has moved on: left in flight, they expire with their entry.
       this.#mine.clear();
+      this.#failed.clear();
       if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
       this.#rejoinTimer = undefined;
       this.#fallback = undefined;

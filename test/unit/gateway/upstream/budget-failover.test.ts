@@ -186,6 +186,25 @@ describe('the fence on rejoin', () => {
   });
 });
 
+describe('the fence on rejoin, after Redis stalled', () => {
+  it('takes off the reservation Redis ran after this replica gave up on it', async () => {
+    const { cutOff, direct } = await replicas();
+    // Redis stalls (no disconnect): the reservation times out after 1 s and the replica plans on its
+    // local share; Redis runs it when it wakes, a probe of a key nobody will answer.
+    const sleeping = shared.redis.cli('DEBUG', 'SLEEP', '1.5');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const now = Date.now();
+    const local = await direct.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100);
+    expect(direct.degraded).toBe(true);
+    await sleeping;
+    await direct.observe('k', { seq: (local as { seq: number }).seq, limit: 0, remaining: 0, resetAt: 0 }, Date.now());
+    await until('the replica back on Redis', () => !direct.degraded, { timeoutMs: 5_000, everyMs: 50 });
+    // Left in flight, that probe would hold the key's next probe for its whole in-flight time (60 s).
+    const at = Date.now();
+    expect(await cutOff.reserve('k', TEN_PER_TWO_SECONDS, at, at + 100)).toMatchObject({ ok: true });
+  });
+});
+
 describe('the way back to Redis', () => {
   it('plans nothing on Redis in a window the local share planned into, until its Reset', async () => {
     const { cutOff, direct } = await replicas();
