@@ -268,8 +268,11 @@ export class RedisBudgetStore implements BudgetStore {
    * never heard of included, and never another replica's, which may still be out.
    */
   readonly #tag = randomBytes(6).toString('hex');
-  /** Keys whose command failed: Redis may yet run it (see FENCE), so they are fenced on the way back. */
-  readonly #failed = new Set<string>();
+  /**
+   * Keys whose command failed (Redis may yet run it: see FENCE), or whose reservation came back after
+   * the budget moved: fenced on the way back.
+   */
+  readonly #suspects = new Set<string>();
   /**
    * Reservations this replica made on Redis and has not yet answered or released, by key: keys with
    * requests of this replica counted in flight there, which a fence takes off when it rejoins.
@@ -343,6 +346,16 @@ export class RedisBudgetStore implements BudgetStore {
           ...keys,
           ...args,
         );
+        if (ok === 1 && this.#epoch !== epoch) {
+          // Answered after the budget moved (a stalled Redis answers late): void, and given back; should
+          // that fail, the next fence takes it off. Else it would hold the key's probes until it expired.
+          this.#suspect(keyId);
+          const inflight = this.#key(keyId, 'inflight');
+          await this.#redis
+            .petstoreRelease(2, keys[0] as string, inflight, third as number, this.#channel, keyId, this.#tag)
+            .catch(() => undefined);
+          return { ok: false, retryAt: now };
+        }
         if (ok === 1) {
           if ((left as number) >= 0) this.#learn(keyId, { left: left as number, resetAt: resetAt as number });
           this.#hold(keyId, third as number);
@@ -359,8 +372,9 @@ export class RedisBudgetStore implements BudgetStore {
         return third === 1 ? { ok: false, retryAt: at as number, probing: true } : { ok: false, retryAt: at as number };
       },
       async (fallback) => {
-        // Redis is back and the local share's last requests are still out: plan nowhere until they are in.
-        if (this.#drainingSince > 0) return { ok: false, retryAt: now + REJOIN_PROBE_MS, probing: true };
+        // Redis is back and the local share's last requests are still out: plan nowhere until they are
+        // in; asked again on a timer (nothing else wakes a waiter when the replica moves).
+        if (this.#drainingSince > 0) return { ok: false, retryAt: now + REJOIN_PROBE_MS };
         const epoch = this.#epoch;
         const reservation = await fallback.reserve(keyId, windows, now, deadline);
         return reservation.ok ? { ...reservation, epoch } : reservation;
@@ -514,7 +528,7 @@ export class RedisBudgetStore implements BudgetStore {
         return await shared();
       } catch (error) {
         this.#probeKey = this.#key(keyId, 'state');
-        if (this.#failed.size < this.#maxKeys) this.#failed.add(keyId);
+        this.#suspect(keyId);
         this.#degrade(error);
       }
     } else if (this.#fallback === undefined) {
@@ -581,7 +595,7 @@ export class RedisBudgetStore implements BudgetStore {
       // Keys with requests of this replica counted in flight on Redis (some perhaps never heard of),
       // and those whose window in progress or pause it knows of; a key whose Reset and pause have
       // passed, with nothing of this replica's in flight, has nothing left to lose.
-      const keys = new Set([...this.#failed, ...this.#mine.keys()]);
+      const keys = new Set([...this.#suspects, ...this.#mine.keys()]);
       for (const [keyId, known] of this.#known) if (known.resetAt > now || known.pausedUntil > now) keys.add(keyId);
       const fences: Promise<unknown>[] = [];
       for (const keyId of keys) {
@@ -594,7 +608,7 @@ export class RedisBudgetStore implements BudgetStore {
       }
       await Promise.all(fences);
       this.#mine.clear();
-      this.#failed.clear();
+      this.#suspects.clear();
       if (this.#rejoinTimer !== undefined) clearInterval(this.#rejoinTimer);
       this.#rejoinTimer = undefined;
       this.#fallback = undefined;
@@ -609,6 +623,11 @@ export class RedisBudgetStore implements BudgetStore {
     } finally {
       this.#rejoining = false;
     }
+  }
+
+  /** A key Redis may hold a reservation of this replica's for, unknown or void: fenced on the way back. */
+  #suspect(keyId: string): void {
+    if (this.#suspects.size < this.#maxKeys) this.#suspects.add(keyId);
   }
 
   #hold(keyId: string, seq: number): void {

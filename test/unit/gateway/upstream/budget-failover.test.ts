@@ -192,7 +192,7 @@ describe('the fence on rejoin, after Redis stalled', () => {
     // Redis stalls (no disconnect): the reservation times out after 1 s and the replica plans on its
     // local share; Redis runs it when it wakes, a probe of a key nobody will answer.
     const sleeping = shared.redis.cli('DEBUG', 'SLEEP', '1.5');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // redis-cli started, and Redis asleep
     const now = Date.now();
     const local = await direct.reserve('k', TEN_PER_TWO_SECONDS, now, now + 100);
     expect(direct.degraded).toBe(true);
@@ -202,6 +202,34 @@ describe('the fence on rejoin, after Redis stalled', () => {
     // Left in flight, that probe would hold the key's next probe for its whole in-flight time (60 s).
     const at = Date.now();
     expect(await cutOff.reserve('k', TEN_PER_TWO_SECONDS, at, at + 100)).toMatchObject({ ok: true });
+  });
+
+  it('gives back a reservation Redis answers after the replica moved to its local share', async () => {
+    const { cutOff, direct } = await replicas();
+    const sleeping = shared.redis.cli('DEBUG', 'SLEEP', '1.6');
+    await new Promise((resolve) => setTimeout(resolve, 400)); // redis-cli started, and Redis asleep
+    const reserve = (key: string) => {
+      const now = Date.now();
+      return direct.reserve(key, TEN_PER_TWO_SECONDS, now, now + 100);
+    };
+    // Times out after 1 s: the replica plans on its local share from then on (its request answered there).
+    const first = reserve('a').then(async (local) => {
+      await direct.observe(
+        'a',
+        { seq: (local as { seq: number }).seq, limit: 0, remaining: 0, resetAt: 0 },
+        Date.now(),
+      );
+    });
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    // Sent to Redis before that, answered when it wakes: a probe of 'b' planned on a budget that moved.
+    const late = reserve('b');
+    await first;
+    expect(await late).toEqual({ ok: false, retryAt: expect.any(Number) });
+    await sleeping;
+    await until('the replica back on Redis', () => !direct.degraded, { timeoutMs: 5_000, everyMs: 50 });
+    // Given back: kept, its probe would hold the key's next one until it expired.
+    const at = Date.now();
+    expect(await cutOff.reserve('b', TEN_PER_TWO_SECONDS, at, at + 100)).toMatchObject({ ok: true });
   });
 });
 
@@ -239,9 +267,9 @@ describe('the way back to Redis', () => {
     expect(cutOff.degraded).toBe(true);
     const at = Date.now();
     // A key never used before: the local share would send its probe at once, were it still planning.
-    expect(await cutOff.reserve('unused', TEN_PER_TWO_SECONDS, at, at + 100)).toMatchObject({
+    expect(await cutOff.reserve('unused', TEN_PER_TWO_SECONDS, at, at + 100)).toEqual({
       ok: false,
-      probing: true,
+      retryAt: expect.any(Number),
     });
     const resetAt = Date.now() + 3_000;
     await cutOff.observe('k', { seq: (out as { seq: number }).seq, limit: 10, remaining: 8, resetAt }, Date.now());
