@@ -79,10 +79,11 @@ export default defineConfig({
     hookTimeout: 20_000,
     // Three workers on a 2-core machine: much of the suite waits (rate windows, Retry-After, deadlines,
     // the registry during installs), and a third file runs in those waits. From a clean clone
-    // (.ci/run) with the other core held busy by a shell loop: 400-460 s on Node 20 (it installs Hive
-    // Gateway for the federation test) and 334-361 s on Node 24, every test passing; 130-150 s of each
-    // is the image replay's npm ci, build and prune. Four workers were no faster with a core busy and
-    // made two timing tests fail.
+    // (.ci/run) with the other core held busy by a shell loop, vitest's own Duration: 250-261 s on
+    // Node 20 (it installs Hive Gateway for the federation test) and 223 s on Node 24 on this
+    // workplace's current 2-core machines; 334-460 s on the slower ones before them. The image
+    // replay's npm ci, build and prune is the largest part. Four workers were no faster with a core
+    // busy and made two timing tests fail.
     maxWorkers: 3,
     sequence: { sequencer: SlowFirst },
     server: { deps: { inline: [SUITE] } },
