@@ -234,10 +234,6 @@ export interface RedisHa {
 }
 
 /**
- * A Redis Cluster of 3 primaries and 3 replicas on free ports (STACK.md item 20), with a short
- * cluster-node-timeout so a SIGKILLed primary's replica is promoted in about 2 s.
- */
-/**
  * One Cluster member on free ports. A port found free may be taken before redis-server binds it
  * (other test files pick ports at the same time): it refuses to start, saying so, and is started again
  * on other ports, three tries at most.
@@ -267,6 +263,10 @@ async function clusterMember(dir: string, nodeTimeoutMs: number): Promise<Member
   }
 }
 
+/**
+ * A Redis Cluster of 3 primaries and 3 replicas on free ports (STACK.md item 20), with a short
+ * cluster-node-timeout so a SIGKILLed primary's replica is promoted in about 2 s.
+ */
 export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa> {
   const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
   const members: Member[] = [];

@@ -350,9 +350,9 @@ export class RedisBudgetStore implements BudgetStore {
           // Answered after the budget moved (a stalled Redis answers late): void, and given back; should
           // that fail, the next fence takes it off. Else it would hold the key's probes until it expired.
           this.#suspect(keyId);
-          const inflight = this.#key(keyId, 'inflight');
+          const [state, inflight] = keys as [string, string];
           await this.#redis
-            .petstoreRelease(2, keys[0] as string, inflight, third as number, this.#channel, keyId, this.#tag)
+            .petstoreRelease(2, state, inflight, third as number, this.#channel, keyId, this.#tag)
             .catch(() => undefined);
           return { ok: false, retryAt: now };
         }
