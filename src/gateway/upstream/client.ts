@@ -6,6 +6,7 @@
  */
 
 import { createRequire } from 'node:module';
+import type { Dispatcher } from 'undici';
 import type { Logger } from '../observability/logger.js';
 import { keyIdOf } from '../shared/key-id.js';
 import { fromStatus, UpstreamError, unavailable, withOutcome } from './errors.js';
@@ -88,19 +89,26 @@ export interface RestClientOptions {
   readonly now?: () => number;
   /** The tracing stage (tracing.ts), right below sharing, when tracing is on; none: no tracing work. */
   readonly tracing?: Stage;
+  /**
+   * Where requests go instead of a Pool of our own: the budget simulation's upstream, on a virtual
+   * clock (test/simulation/). Closed with the client.
+   */
+  readonly dispatcher?: Dispatcher;
 }
 
 export function createRestClient(options: RestClientOptions): RestClient {
   const baseUrl = new URL(options.baseUrl.replace(/\/?$/, '/'));
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
-  const pool = new Pool(baseUrl.origin, {
-    connections: options.connections ?? 32,
-    keepAliveTimeout: 4_000,
-    headersTimeout: options.timeoutMs,
-    bodyTimeout: options.timeoutMs,
-    connect: { timeout: options.timeoutMs },
-    maxResponseSize: maxBodyBytes,
-  });
+  const pool: Dispatcher =
+    options.dispatcher ??
+    new Pool(baseUrl.origin, {
+      connections: options.connections ?? 32,
+      keepAliveTimeout: 4_000,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connect: { timeout: options.timeoutMs },
+      maxResponseSize: maxBodyBytes,
+    });
   const deprecatedEndpoints = new Set<string>();
   let warnedLink = false;
 

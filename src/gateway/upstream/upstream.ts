@@ -48,6 +48,8 @@ export interface UpstreamDeps {
   readonly tracer?: Tracer | undefined;
   /** Told of every key whose remembered reads a write ended (the edge shares executions too). */
   readonly onInvalidate?: (keyId: string) => void;
+  /** Where upstream requests go instead of a pool of their own (the budget simulation's upstream). */
+  readonly dispatcher?: import('undici').Dispatcher;
 }
 
 export interface Upstream {
@@ -197,6 +199,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
     now: deps.now,
     ...(sharing ? { sharing } : {}),
     ...(tracing ? { tracing } : {}),
+    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
   return {
     client,
