@@ -9,14 +9,15 @@
  * a flush, a restart without persistence or an expiry, a key's generation is new, never one that
  * answers or learned pets from before carry (a counter would start again at 0 and meet them).
  *
- * A write while Redis cannot be reached is not lost: the key is held as pending, served from the
- * fallback (which knows of the write), and its new generation is written to Redis as soon as Redis
- * answers again, retried until it is. Too many pending keys to hold, and every generation in Redis
- * is dropped when it returns instead, which fences everything kept before.
+ * Redis or the fallback serves as redis-fallback.ts decides (the budget runs on the same rule). A
+ * write while Redis cannot be reached is not lost: the fallback knows of it, and on the way back its
+ * key's new generation is written to Redis before anything is read there again. Too many pending
+ * keys to hold, and every generation in Redis is dropped instead, which fences everything kept before.
  */
 
 import { createHash, randomBytes } from 'node:crypto';
 import type { RedisConnection } from '../redis-connection.js';
+import { createFallback } from '../redis-fallback.js';
 import type { Generation } from '../response.js';
 import {
   type AnswerStore,
@@ -45,8 +46,6 @@ export interface RedisAnswersOptions {
 
 /** Generations outlive the answers they fence (a day is longer than any TTL here); an expired one is only renewed. */
 const GENERATION_TTL_MS = 86_400_000;
-/** How often pending writes are tried again while Redis does not answer. */
-const REPLAY_EVERY_MS = 500;
 
 /** Shared by the replicas on one Redis; the fallback serves while Redis does not answer. */
 export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
@@ -69,8 +68,6 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
 
   const pending = new Set<string>();
   let overflowed = false;
-  let replayTimer: NodeJS.Timeout | undefined;
-  let replaying = false;
 
   /**
    * The key's generation when Redis had none (never written, expired, flushed, restarted): a new one,
@@ -101,30 +98,19 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
     }
   }
 
+  /** On the way back to Redis: the writes made while it was away reach it before anything is read there. */
   async function replay(): Promise<void> {
-    if (replaying) return;
-    replaying = true;
-    try {
-      if (overflowed) {
-        // Keys held before the sweep are covered by it; one held during it is bumped below.
-        const covered = [...pending];
-        await fenceAll();
-        overflowed = false;
-        for (const keyId of covered) pending.delete(keyId);
-      }
-      for (const keyId of [...pending]) {
-        await bump(keyId);
-        pending.delete(keyId);
-      }
-    } catch {
-      // Redis went away again: the timer tries later.
-    } finally {
-      replaying = false;
-      if (pending.size === 0 && !overflowed && replayTimer !== undefined) {
-        clearInterval(replayTimer);
-        replayTimer = undefined;
-      }
+    if (overflowed) {
+      await fenceAll();
+      overflowed = false;
+      pending.clear();
     }
+    for (const keyId of [...pending]) {
+      await bump(keyId);
+      pending.delete(keyId);
+    }
+    // What the fallback holds only takes memory once Redis serves again.
+    fallback.clear();
   }
 
   /** The key wrote while Redis could not be told: held until it can. */
@@ -134,46 +120,23 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
       overflowed = true;
       options.onFencedAll?.();
     }
-    replayTimer ??= setInterval(() => {
-      if (redis.status === 'ready') void replay();
-    }, REPLAY_EVERY_MS).unref();
   }
 
-  let degraded = false;
-  /** Whether the fallback served last: each switch between it and Redis starts it empty (below). */
-  let local = false;
-  function serveLocally(): void {
-    // Answers kept in process during an earlier outage may be from before writes other replicas made
-    // since; and once Redis serves again, what the fallback holds only takes memory.
-    if (!local) fallback.clear();
-    local = true;
-  }
-  async function shared<T>(run: () => Promise<T>, onLocal: () => Promise<T>): Promise<T> {
-    if (redis.status !== 'ready') {
-      serveLocally();
-      return onLocal();
-    }
-    try {
-      const value = await run();
-      degraded = false;
-      if (local) fallback.clear();
-      local = false;
-      if (pending.size > 0 || overflowed) void replay();
-      return value;
-    } catch (error) {
-      if (!degraded) options.onDegraded?.(error);
-      degraded = true;
-      serveLocally();
-      return onLocal();
-    }
-  }
-
-  /** A key written while Redis was away is the fallback's until its write reaches Redis: only it knows of it. */
-  const isPending = (keyId: string) => (pending.size > 0 && pending.has(keyId)) || overflowed;
+  const served = createFallback({
+    client: redis,
+    probe: () => redis.ping(),
+    onLost: (error) => {
+      options.onDegraded?.(error);
+      // Answers kept in process during an earlier outage may be from before writes other replicas made since.
+      fallback.clear();
+    },
+    onBack: replay,
+    everyMs: 500,
+  });
+  const shared = <T>(run: () => Promise<T>, onLocal: () => Promise<T>): Promise<T> => served.run(run, onLocal);
 
   return {
     read(keyId, url) {
-      if (isPending(keyId)) return fallback.read(keyId, url);
       return shared(
         async () => {
           // Both keys carry the key's hash tag: one slot, one command.
@@ -190,7 +153,6 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
       );
     },
     generation(keyId) {
-      if (isPending(keyId)) return fallback.generation(keyId);
       return shared<Generation>(
         async () => (await redis.get(generationKey(keyId))) ?? ensureGeneration(keyId),
         () => fallback.generation(keyId),
@@ -222,7 +184,7 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
       );
     },
     async close() {
-      if (replayTimer !== undefined) clearInterval(replayTimer);
+      served.close();
       await fallback.close();
     },
   };
