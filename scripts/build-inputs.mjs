@@ -21,6 +21,7 @@ const INPUTS = [
   'src',
   'schema',
   'scripts/copy-graphiql.mjs',
+  'scripts/copy-lua.mjs',
   'package.json',
   'package-lock.json',
   'tsconfig.json',

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type RedisTarget } from '../../src/config.js';
 import { createLogger } from '../../src/gateway/observability/logger.js';
-import { RedisBudgetStore } from '../../src/gateway/upstream/limits/budget-redis.js';
+import { SharedBudgetStore } from '../../src/gateway/upstream/limits/shared-budget.js';
 import { createRedisConnection } from '../../src/gateway/upstream/redis-connection.js';
 import { type RedisHa, type RedisServer, startRedis, startRedisCluster, startRedisSentinel } from '../helpers/redis.js';
 
@@ -44,13 +44,20 @@ afterAll(async () => {
   await Promise.all([single?.stop(), cluster?.close(), sentinel?.close()]);
 });
 
-/** Whether a budget store on `env` reaches Redis (and agrees on a cursor secret) within 3 s. */
+/** Whether a budget store on `env` reaches Redis (its first beat, a script) within 3 s. */
 async function reaches(env: Record<string, string>): Promise<boolean> {
   const connection = createRedisConnection(parseConfig(env).redis as RedisTarget);
-  const store = new RedisBudgetStore({ connection, logger: createLogger('silent'), prefix: 'auth' });
+  const store = new SharedBudgetStore({
+    client: connection.client,
+    prefix: 'auth',
+    plan: { windows: [{ count: 10, windowMs: 1_000 }], share: 1 },
+    now: () => Date.now(),
+    logger: createLogger('silent'),
+    inflightMs: 60_000,
+  });
   try {
     await store.ready();
-    return (await store.sharedSecret('cursor-secret')) !== undefined && !store.degraded;
+    return !store.degraded;
   } finally {
     await store.close();
     connection.close();

@@ -22,7 +22,7 @@ export interface BudgetAggregates {
   readonly lowestRemaining: number | undefined;
   /** Requests waiting now for their turn to plan, budget or a connection slot. */
   readonly waiting: number;
-  /** Upstream requests sent as jobs of their key's bottleneck limiter, since start. */
+  /** Upstream requests that waited as jobs of their key's bottleneck limiter, since start. */
   readonly jobs: number;
 }
 
@@ -82,10 +82,6 @@ export function createMetrics(options: MetricsOptions = { budgetGauges: false })
       'Requests held back while a key was paused after a 429, instead of being sent into a possible ban',
     ),
     throttled: counter('petstore_limiter_throttled_total', 'Requests that waited for rate-limit budget'),
-    sentDuringPause: counter(
-      'petstore_sends_during_pause_total',
-      'Requests sent for a key while a 429 pause was in force for it (must stay 0)',
-    ),
     clamped: counter(
       'petstore_upstream_clamped_total',
       'Retry-After or X-RateLimit-Reset values beyond PETSTORE_MAX_RETRY_AFTER, clamped (first per key and header)',
@@ -116,7 +112,7 @@ export function createMetrics(options: MetricsOptions = { budgetGauges: false })
     ),
     limiterJobs: new Counter({
       name: 'petstore_limiter_jobs_total',
-      help: "Upstream requests sent as jobs of their API key's bottleneck limiter (all of them while a plan is in force)",
+      help: 'Upstream requests that waited for their API key as jobs of its bottleneck limiter (those that needed no wait went at once)',
       registers: [registry],
       collect() {
         // Counted by the limiter, read at scrape time: no event per request.

@@ -18,9 +18,6 @@ export function recordLimiterEvent(metrics: Metrics, event: LimiterEvent): void 
     case 'upstream429':
       metrics.upstream429.inc();
       return;
-    case 'sentDuringPause':
-      metrics.sentDuringPause.inc();
-      return;
     case 'clamped':
       metrics.clamped.inc({ header: event.header });
       return;

@@ -28,6 +28,11 @@ export interface Operation {
   readonly maxRequests: number;
   /** Requests drawn from the budget so far (refunded when one never reached the upstream). */
   charged: number;
+  /**
+   * Retries after a 429 not drawn from the budget: an operation may always make its first try and
+   * one retry (on a small plan its share could hold no retry at all); further ones are charged.
+   */
+  freeRetries: number;
   /** Requests really sent upstream, 429 retries and resends included: answers shared or cached are 0. */
   sent: number;
   /** Requests the operation was estimated to cost before it ran (`extensions.cost`, `rateLimit.cost`). */
@@ -64,6 +69,7 @@ export function createOperation(options: OperationOptions): Operation {
     answerBy: now + options.maxWaitMs + options.timeoutMs,
     maxRequests: options.maxRequests ?? Number.POSITIVE_INFINITY,
     charged: 0,
+    freeRetries: 1,
     sent: 0,
     estimated: 0,
     span: options.span,

@@ -5,6 +5,7 @@
  * and a close().
  */
 
+import { randomBytes } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
 import { type Config, ConfigError, REDIS_VARIABLE } from '../../config.js';
 import type { Logger } from '../observability/logger.js';
@@ -12,6 +13,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { createRestClient, type RestClient } from './client.js';
 import { type BudgetStore, MemoryBudgetStore } from './limits/budget.js';
 import { createLimiter, type Limiter } from './limits/limiter.js';
+import type { Plan } from './limits/model.js';
 import { createSlots } from './limits/slots.js';
 import { recordLimiterEvent, upstreamObserver } from './metrics.js';
 import type { Generation } from './response.js';
@@ -50,6 +52,8 @@ export interface UpstreamDeps {
   readonly onInvalidate?: (keyId: string) => void;
   /** Where upstream requests go instead of a pool of their own (the budget simulation's upstream). */
   readonly dispatcher?: import('undici').Dispatcher;
+  /** Where the budget lives instead of a store of its own (the budget simulation's shared store). */
+  readonly budgetStore?: (plan: Plan) => BudgetStore;
 }
 
 export interface Upstream {
@@ -92,24 +96,28 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
           },
         })
       : undefined;
-  let shared: import('./limits/budget-redis.js').RedisBudgetStore | undefined;
+  let shared: import('./limits/shared-budget.js').SharedBudgetStore | undefined;
   // Subscribed to the answers other replicas record, so a request waiting on one is woken, not polling.
   let subscriber: import('./redis-connection.js').RedisConnection | undefined;
+  const plan = { windows: config.rateLimits, share: 1 };
   if (redis && budgetConnection) {
-    const { RedisBudgetStore } = await import('./limits/budget-redis.js');
+    const { SharedBudgetStore } = await import('./limits/shared-budget.js');
     subscriber = connect?.(redis, { offlineQueue: true });
-    shared = new RedisBudgetStore({
-      connection: budgetConnection,
-      ...(subscriber ? { subscriber } : {}),
+    shared = new SharedBudgetStore({
+      client: budgetConnection.client,
+      subscriber: subscriber?.client,
+      prefix: deps.redisPrefix || 'petstore-gateway',
+      plan,
+      now: deps.now,
       logger,
       inflightMs: config.maxWaitMs + 2 * config.timeoutMs + 5_000,
       maxKeys: config.maxKeys,
+      idleMs: config.keyIdleMs,
       onShared: (up) => metrics.redisUp.set({ mode: redis.mode }, up ? 1 : 0),
-      ...prefix,
     });
     // ready() resolves after 3 s without an answer too; the secret is agreed on only if Redis answers.
     await shared.ready();
-    agreedSecret = await shared.sharedSecret('cursor-secret');
+    agreedSecret = await sharedSecret(budgetConnection.client, deps.redisPrefix || 'petstore-gateway');
     // Alone, without Redis and without having seen the other replicas, this one would plan the whole
     // plan for itself: N replicas starting so would spend N times the key's budget.
     if (agreedSecret === undefined || shared.degraded) {
@@ -122,7 +130,8 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
     metrics.redisUp.set({ mode: redis.mode }, 1);
     store = shared;
   } else {
-    store = new MemoryBudgetStore({ idleMs: config.keyIdleMs, maxKeys: config.maxKeys });
+    store =
+      deps.budgetStore?.(plan) ?? new MemoryBudgetStore({ plan, idleMs: config.keyIdleMs, maxKeys: config.maxKeys });
   }
   const limiter = createLimiter({
     windows: config.rateLimits,
@@ -135,7 +144,6 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
     }),
     perKey: config.upstreamConnectionsPerKey,
     maxQueuedPerClient: config.maxQueuedPerClient,
-    maxRequestMs: config.maxWaitMs + config.timeoutMs,
     maxRetryAfterMs: config.maxRetryAfterMs,
     maxKeys: config.maxKeys,
     now: deps.now,
@@ -216,4 +224,20 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
       subscriber?.close();
     },
   };
+}
+
+/**
+ * A secret every replica agrees on (the first to ask makes it), or undefined while Redis does not
+ * answer: the caller then makes one of its own. One key, used alone: on a Cluster it lives in
+ * whatever slot its name hashes to, and needs no hash tag.
+ */
+async function sharedSecret(client: import('./redis-connection.js').RedisClient, prefix: string) {
+  if (client.status !== 'ready') return undefined;
+  const key = `${prefix}:cursor-secret`;
+  try {
+    await client.set(key, randomBytes(32).toString('hex'), 'NX');
+    return (await client.get(key)) ?? undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,21 +1,26 @@
 /**
- * The budget algorithm, run against each of its stores: the in-process store, and the Lua scripts
- * in a real redis-server, a real Redis Cluster (3 primaries, 3 replicas) and a real primary behind
- * 3 sentinels (all on free ports, stopped by their pids). Times are plain numbers passed in, so each
- * test plays minutes of planning in microseconds.
+ * The key's budget (src/gateway/upstream/limits/model.ts), run against each of its stores: the
+ * in-process store, and the Lua scripts in a real redis-server, a real Redis Cluster (3 primaries, 3
+ * replicas) and a real primary behind 3 sentinels (all on free ports, stopped by their pids). Times
+ * are plain numbers passed in, so each test plays minutes of planning in microseconds.
  */
 
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateWindow } from '../../../../src/config.js';
 import { parseConfig, type RedisTarget } from '../../../../src/config.js';
 import { createLogger } from '../../../../src/gateway/observability/logger.js';
 import {
   type BudgetStore,
   MemoryBudgetStore,
+  type Reservation,
+} from '../../../../src/gateway/upstream/limits/budget.js';
+import {
+  type Answer,
   ONE_AT_A_TIME_BELOW,
   PROBE_MS,
-} from '../../../../src/gateway/upstream/limits/budget.js';
-import { RedisBudgetStore } from '../../../../src/gateway/upstream/limits/budget-redis.js';
+  SAFE_CWND,
+} from '../../../../src/gateway/upstream/limits/model.js';
+import { SharedBudgetStore } from '../../../../src/gateway/upstream/limits/shared-budget.js';
 import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
 import {
   type RedisHa,
@@ -26,8 +31,8 @@ import {
 } from '../../../helpers/redis.js';
 
 const T = 1_800_000_000_000;
-const FAR = T + 86_400_000;
 const FIVE_PER_SECOND: RateWindow[] = [{ count: 5, windowMs: 1_000 }];
+const HUNDRED_PER_SECOND: RateWindow[] = [{ count: 100, windowMs: 1_000 }];
 
 let redis: RedisServer;
 let cluster: RedisHa;
@@ -45,252 +50,303 @@ afterAll(async () => {
   await Promise.all([redis?.stop(), cluster?.close(), sentinel?.close()]);
 });
 
-/** A store on a connection of its own to `target`, both closed after the test. */
-function onRedis(target: () => RedisTarget): () => Promise<BudgetStore> {
-  return async () => {
+type Create = (windows: readonly RateWindow[]) => Promise<BudgetStore>;
+
+/** The shared store on a connection of its own to `target`, both closed with it. */
+function onRedis(target: () => RedisTarget): Create {
+  return async (windows) => {
     const connection = createRedisConnection(target());
-    const store = new RedisBudgetStore({ connection, logger: createLogger('silent'), prefix: `unit-${run++}` });
+    const store = new SharedBudgetStore({
+      client: connection.client,
+      prefix: `unit-${run++}`,
+      plan: { windows, share: 1 },
+      now: () => Date.now(),
+      logger: createLogger('silent'),
+      inflightMs: 60_000,
+    });
     await store.ready();
-    return {
-      ...bound(store),
+    const close = store.close.bind(store);
+    return Object.assign(store, {
       close: async () => {
-        await store.close();
+        await close();
         connection.close();
       },
-    };
+    });
   };
 }
 
-/** The store's methods, bound, so a wrapper can replace close(). */
-function bound(store: RedisBudgetStore): BudgetStore {
-  return {
-    reserve: store.reserve.bind(store),
-    observe: store.observe.bind(store),
-    release: store.release.bind(store),
-    pause: store.pause.bind(store),
-    pausedUntil: store.pausedUntil.bind(store),
-    close: store.close.bind(store),
-  };
-}
-
-const implementations: [string, () => Promise<BudgetStore>][] = [
-  ['in memory', async () => new MemoryBudgetStore()],
+const implementations: [string, Create][] = [
+  ['in memory', async (windows) => new MemoryBudgetStore({ plan: { windows, share: 1 } })],
   ['in Redis', onRedis(() => parseConfig({ REDIS_URL: redis.url }).redis as RedisTarget)],
   ['in a Redis Cluster', onRedis(() => parseConfig(cluster.env).redis as RedisTarget)],
   ['in Redis behind Sentinel', onRedis(() => parseConfig(sentinel.env).redis as RedisTarget)],
 ];
 
+/** An answer with X-RateLimit-* headers. */
+const said = (remaining: number, resetAt: number, limit = 100): Answer => ({
+  status: 200,
+  word: { limit, remaining, resetAt },
+  retryAfterMs: undefined,
+  jitter: 0,
+});
+/** An answer without usable rate-limit headers. */
+const bare: Answer = { status: 200, word: { limit: 0, remaining: 0, resetAt: 0 }, retryAfterMs: undefined, jitter: 0 };
+const tooMany = (retryAfterMs: number | undefined): Answer => ({
+  status: 429,
+  word: { limit: 0, remaining: 0, resetAt: 0 },
+  retryAfterMs,
+  jitter: 0,
+});
+
+function seqOf(reservation: Reservation): number {
+  if (!reservation.ok) throw new Error(`refused: ${JSON.stringify(reservation.room)}`);
+  return reservation.seq;
+}
+
 describe.each(implementations)('the budget %s', (_name, create) => {
   let store: BudgetStore;
-  beforeEach(async () => {
-    store = await create();
-    return () => store.close();
-  });
-
-  /** Reserves and, when it went, answers as an upstream with `remaining` left until `reset` would. */
-  async function sendAndAnswer(now: number, remaining: number, resetAt = T + 1_000) {
-    const reservation = await store.reserve('k', FIVE_PER_SECOND, now, FAR);
-    if (!reservation.ok) return reservation;
-    await store.observe('k', { seq: reservation.seq, limit: 5, remaining, resetAt }, now);
-    return reservation;
-  }
+  const open = async (windows: readonly RateWindow[]) => {
+    store = await create(windows);
+    return store;
+  };
+  afterAll(() => store?.close());
+  const answer = (seq: number, how: Answer, now: number) => store.answer('k', seq, how, now, store.epoch);
 
   it('sends one probe while the upstream state is unknown, and waits for its answer', async () => {
-    const probe = await store.reserve('k', FIVE_PER_SECOND, T, FAR);
-    expect(probe).toMatchObject({ ok: true, at: T, seq: 1 });
-    expect(await store.reserve('k', FIVE_PER_SECOND, T, FAR)).toEqual({
-      ok: false,
-      retryAt: T + PROBE_MS,
-      probing: true,
-    });
-    await store.observe('k', { seq: 1, limit: 5, remaining: 4, resetAt: T + 1_000 }, T + 5);
-    expect(await store.reserve('k', FIVE_PER_SECOND, T + 5, FAR)).toMatchObject({ ok: true, at: T + 5 });
+    await open(FIVE_PER_SECOND);
+    const probe = seqOf(await store.reserve('k', T));
+    expect(await store.reserve('k', T)).toEqual({ ok: false, room: { free: 0, until: T + PROBE_MS, wait: 'answer' } });
+    await answer(probe, said(4, T + 1_000, 5), T + 5);
+    expect(await store.reserve('k', T + 5)).toMatchObject({ ok: true });
+    await store.close();
   });
 
   it('plans no more than Remaining before Reset, less what is still in flight', async () => {
-    const windows = [{ count: 100, windowMs: 1_000 }];
-    const probe = (await store.reserve('k', windows, T, FAR)) as { seq: number };
-    await store.observe('k', { seq: probe.seq, limit: 100, remaining: 40, resetAt: T + 1_000 }, T);
-    const inFlight = (await store.reserve('k', windows, T + 1, FAR)) as { seq: number };
-    const answered = (await store.reserve('k', windows, T + 1, FAR)) as { seq: number };
+    await open(HUNDRED_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(40, T + 1_000), T);
+    const inFlight = seqOf(await store.reserve('k', T + 1));
+    const answered = seqOf(await store.reserve('k', T + 1));
     // The store has 12 left, but the request still in flight may not be counted in that yet: 11 more.
-    await store.observe('k', { seq: answered.seq, limit: 100, remaining: 12, resetAt: T + 1_000 }, T + 2);
-    await store.release('k', inFlight.seq);
+    await answer(answered, said(12, T + 1_000), T + 2);
+    await store.release('k', inFlight, T + 2, store.epoch);
     let planned = 0;
     for (;;) {
-      const next = await store.reserve('k', windows, T + 3, FAR);
+      const next = await store.reserve('k', T + 3);
       if (!next.ok) {
-        expect(next).toEqual({ ok: false, retryAt: T + 1_000 });
+        expect(next.room).toMatchObject({ free: 0, until: T + 1_000, wait: 'gate' });
         break;
       }
       planned++;
-      await store.release('k', next.seq);
+      await store.release('k', next.seq, T + 3, store.epoch);
     }
     expect(planned).toBe(11);
+    await store.close();
   });
 
   it('lets the last few requests of a window go one at a time', async () => {
-    const windows = [{ count: 100, windowMs: 1_000 }];
-    const probe = (await store.reserve('k', windows, T, FAR)) as { seq: number };
-    await store.observe('k', { seq: probe.seq, limit: 100, remaining: ONE_AT_A_TIME_BELOW + 2, resetAt: T + 1_000 }, T);
+    await open(HUNDRED_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(ONE_AT_A_TIME_BELOW + 2, T + 1_000), T);
     // Above the threshold, concurrently; at it, only while nothing else is in flight.
-    const a = await store.reserve('k', windows, T + 1, FAR);
-    const b = await store.reserve('k', windows, T + 1, FAR);
-    expect([a.ok, b.ok]).toEqual([true, true]);
-    expect(await store.reserve('k', windows, T + 1, FAR)).toEqual({
+    const a = seqOf(await store.reserve('k', T + 1));
+    const b = seqOf(await store.reserve('k', T + 1));
+    expect(await store.reserve('k', T + 1)).toEqual({
       ok: false,
-      retryAt: T + 1 + PROBE_MS,
-      probing: true,
+      room: { free: 0, until: T + 1 + PROBE_MS, wait: 'answer' },
     });
-    await store.release('k', (a as { seq: number }).seq);
-    expect((await store.reserve('k', windows, T + 2, FAR)).ok).toBe(false);
-    await store.release('k', (b as { seq: number }).seq);
-    const c = await store.reserve('k', windows, T + 3, FAR);
-    expect(c.ok).toBe(true);
-    expect((await store.reserve('k', windows, T + 3, FAR)).ok).toBe(false);
+    await store.release('k', a, T + 2, store.epoch);
+    expect((await store.reserve('k', T + 2)).ok).toBe(false);
+    await store.release('k', b, T + 3, store.epoch);
+    expect((await store.reserve('k', T + 3)).ok).toBe(true);
+    expect((await store.reserve('k', T + 3)).ok).toBe(false);
+    await store.close();
   });
 
-  it('keeps at most count sends in any window-long span, planning the rest in the future', async () => {
-    await sendAndAnswer(T, 100, T + 60_000);
-    const times: number[] = [];
-    for (let i = 0; i < 7; i++) {
-      const reservation = await store.reserve('k', FIVE_PER_SECOND, T + 10, FAR);
-      if (reservation.ok) times.push(reservation.at);
+  it('keeps at most count sends in any window-long span, and says when the next one may go', async () => {
+    await open(FIVE_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(100, T + 60_000), T);
+    const frees: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const planned = await store.reserve('k', T + 10 * (i + 1));
+      frees.push(planned.ok ? planned.room.free : -1);
+      if (planned.ok) await answer(planned.seq, said(99 - i, T + 60_000), T + 10 * (i + 1));
     }
-    expect(times).toEqual([T + 10, T + 10, T + 10, T + 10, T + 1_000, T + 1_010, T + 1_010]);
-  });
-
-  it('refuses at once, with the time budget returns, what cannot be sent before the deadline', async () => {
-    await sendAndAnswer(T, 0, T + 30_000);
-    expect(await store.reserve('k', FIVE_PER_SECOND, T + 1, T + 10_000)).toEqual({ ok: false, retryAt: T + 30_000 });
+    // The probe at T and four more: full until the probe's send leaves the window.
+    expect(frees).toEqual([3, 2, 1, 0]);
+    expect(await store.reserve('k', T + 50)).toEqual({
+      ok: false,
+      room: { free: 0, until: T + 1_000, wait: 'window' },
+    });
+    expect((await store.reserve('k', T + 1_000)).ok).toBe(true);
+    await store.close();
   });
 
   it('ignores an answer older than the one the gate came from', async () => {
-    const windows = [{ count: 100, windowMs: 1_000 }];
-    const first = await store.reserve('k', windows, T, FAR);
-    await store.observe('k', { seq: (first as { seq: number }).seq, limit: 100, remaining: 40, resetAt: T + 1_000 }, T);
-    const a = (await store.reserve('k', windows, T, FAR)) as { seq: number };
-    const b = (await store.reserve('k', windows, T, FAR)) as { seq: number };
-    await store.observe('k', { seq: b.seq, limit: 100, remaining: 0, resetAt: T + 1_000 }, T + 2);
-    await store.observe('k', { seq: a.seq, limit: 100, remaining: 30, resetAt: T + 1_000 }, T + 3);
-    expect(await store.reserve('k', windows, T + 4, FAR)).toEqual({ ok: false, retryAt: T + 1_000 });
+    await open(HUNDRED_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(40, T + 1_000), T);
+    const a = seqOf(await store.reserve('k', T));
+    const b = seqOf(await store.reserve('k', T));
+    await answer(b, said(0, T + 1_000), T + 2);
+    await answer(a, said(30, T + 1_000), T + 3);
+    expect(await store.reserve('k', T + 4)).toEqual({ ok: false, room: { free: 0, until: T + 1_000, wait: 'gate' } });
+    await store.close();
   });
 
-  it('after a 429 plans nothing until the pause ends, then probes again', async () => {
-    await sendAndAnswer(T, 4);
-    await store.pause('k', T + 3_000, 1);
-    expect(await store.pausedUntil('k')).toBe(T + 3_000);
-    const probe = await store.reserve('k', FIVE_PER_SECOND, T + 10, FAR);
-    expect(probe).toMatchObject({ ok: true, at: T + 3_000 });
-    expect((await store.reserve('k', FIVE_PER_SECOND, T + 10, FAR)).ok).toBe(false);
+  it('after a 429 plans nothing until Retry-After, then probes again; without one, backs off from 1 s', async () => {
+    await open(FIVE_PER_SECOND);
+    const first = seqOf(await store.reserve('k', T));
+    expect(await answer(first, tooMany(3_000), T + 10)).toMatchObject({ pauseMs: 3_000 });
+    expect(await store.reserve('k', T + 20)).toEqual({
+      ok: false,
+      room: { free: 0, until: T + 3_010, wait: 'paused' },
+    });
+    const probe = seqOf(await store.reserve('k', T + 3_010));
+    expect((await store.reserve('k', T + 3_010)).ok).toBe(false);
+    // Retry-After 0 (or absent, or past): 1 s, then 2 s for the next 429 in a row.
+    expect(await answer(probe, tooMany(0), T + 3_020)).toMatchObject({ pauseMs: 2_000 });
+    await store.close();
   });
 
   it('with throttling off (no windows) honours only the pause', async () => {
-    for (let i = 0; i < 20; i++) expect(await store.reserve('k', [], T, FAR)).toMatchObject({ ok: true, at: T });
-    await store.pause('k', T + 2_000, 20);
-    expect(await store.reserve('k', [], T, FAR)).toMatchObject({ ok: true, at: T + 2_000 });
-  });
-
-  it('no longer counts a released reservation as in flight', async () => {
-    await sendAndAnswer(T, 4);
-    const lost = (await store.reserve('k', FIVE_PER_SECOND, T + 1, FAR)) as { seq: number };
-    await store.release('k', lost.seq);
-    await sendAndAnswer(T + 2, 2);
-    expect((await store.reserve('k', FIVE_PER_SECOND, T + 3, FAR)).ok).toBe(true);
+    await open([]);
+    let seq = 0;
+    for (let i = 0; i < 20; i++) seq = seqOf(await store.reserve('k', T));
+    expect(await answer(seq, tooMany(2_000), T)).toMatchObject({ pauseMs: 2_000 });
+    expect(await store.reserve('k', T + 1)).toEqual({ ok: false, room: { free: 0, until: T + 2_000, wait: 'paused' } });
+    expect((await store.reserve('k', T + 2_000)).ok).toBe(true);
+    await store.close();
   });
 
   it('keeps keys apart', async () => {
-    await sendAndAnswer(T, 0, T + 30_000);
-    expect((await store.reserve('other', FIVE_PER_SECOND, T, FAR)).ok).toBe(true);
+    await open(FIVE_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(0, T + 30_000, 5), T);
+    expect((await store.reserve('other', T)).ok).toBe(true);
+    await store.close();
   });
 
   it('is not opened by an answer without rate-limit headers: the next request is another probe', async () => {
-    const probe = (await store.reserve('k', FIVE_PER_SECOND, T, FAR)) as { seq: number };
-    expect(await store.observe('k', { seq: probe.seq, limit: 0, remaining: 0, resetAt: 0 }, T + 1)).toEqual({
-      limit: 0,
-      remaining: 0,
-      resetAt: 0,
-    });
-    expect(await store.reserve('k', FIVE_PER_SECOND, T + 2, FAR)).toMatchObject({ ok: true });
-    expect(await store.reserve('k', FIVE_PER_SECOND, T + 2, FAR)).toMatchObject({ ok: false, probing: true });
+    await open(FIVE_PER_SECOND);
+    const probe = seqOf(await store.reserve('k', T));
+    expect((await answer(probe, bare, T + 1)).view).toMatchObject({ limit: 5, remaining: 4 });
+    expect(await store.reserve('k', T + 2)).toMatchObject({ ok: true });
+    expect(await store.reserve('k', T + 2)).toMatchObject({ ok: false, room: { wait: 'answer' } });
+    await store.close();
   });
 
   it('keeps a known gate across an answer without headers', async () => {
-    const windows = [{ count: 100, windowMs: 1_000 }];
-    const probe = (await store.reserve('k', windows, T, FAR)) as { seq: number };
-    await store.observe('k', { seq: probe.seq, limit: 100, remaining: 7, resetAt: T + 1_000 }, T);
-    const headerless = (await store.reserve('k', windows, T + 1, FAR)) as { seq: number };
-    expect(await store.observe('k', { seq: headerless.seq, limit: 0, remaining: 0, resetAt: 0 }, T + 2)).toEqual({
+    await open(HUNDRED_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(7, T + 1_000), T);
+    const headerless = seqOf(await store.reserve('k', T + 1));
+    expect((await answer(headerless, bare, T + 2)).view).toEqual({
       limit: 100,
       remaining: 6,
+      used: 94,
       resetAt: T + 1_000,
     });
+    await store.close();
   });
 
   it('lets the next request probe at once when a probe got no answer', async () => {
-    const probe = (await store.reserve('k', FIVE_PER_SECOND, T, FAR)) as { seq: number };
-    await store.release('k', probe.seq);
-    expect(await store.reserve('k', FIVE_PER_SECOND, T + 1, FAR)).toMatchObject({ ok: true, at: T + 1 });
+    await open(FIVE_PER_SECOND);
+    const probe = seqOf(await store.reserve('k', T));
+    await store.release('k', probe, T + 1, store.epoch);
+    expect(await store.reserve('k', T + 1)).toMatchObject({ ok: true });
+    await store.close();
   });
 
   it('lets a 429 to a request planned before the pause lengthen it, but not start a second probe', async () => {
-    const windows = [{ count: 100, windowMs: 1_000 }];
-    const first = (await store.reserve('k', windows, T, FAR)) as { seq: number };
-    await store.observe('k', { seq: first.seq, limit: 100, remaining: 50, resetAt: T + 1_000 }, T);
-    const a = (await store.reserve('k', windows, T, FAR)) as { seq: number };
-    const b = (await store.reserve('k', windows, T, FAR)) as { seq: number };
-    await store.observe('k', { seq: a.seq, limit: 100, remaining: 0, resetAt: T + 1_000 }, T + 1);
-    await store.pause('k', T + 1_000, a.seq);
-    // b was sent before the pause and has no answer yet: no probe goes while it may still meet a 429.
-    expect(await store.reserve('k', windows, T + 5, FAR)).toMatchObject({ ok: false, probing: true });
-    await store.observe('k', { seq: b.seq, limit: 100, remaining: 0, resetAt: T + 1_000 }, T + 6);
-    await store.pause('k', T + 1_020, b.seq);
-    expect(await store.pausedUntil('k')).toBe(T + 1_020);
-    expect(await store.reserve('k', windows, T + 7, FAR)).toMatchObject({ ok: true, at: T + 1_020 });
-    expect(await store.reserve('k', windows, T + 7, FAR)).toMatchObject({ ok: false, probing: true });
+    await open(HUNDRED_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(50, T + 1_000), T);
+    const a = seqOf(await store.reserve('k', T));
+    const b = seqOf(await store.reserve('k', T));
+    await answer(a, tooMany(999), T + 1);
+    // b was sent before the pause: its 429 lengthens the pause, as a second 429 in a row.
+    expect(await answer(b, tooMany(2_500), T + 6)).toMatchObject({ pauseMs: 2_500 });
+    expect(await store.reserve('k', T + 7)).toMatchObject({ ok: false, room: { until: T + 2_506, wait: 'paused' } });
+    expect(await store.reserve('k', T + 2_506)).toMatchObject({ ok: true });
+    expect(await store.reserve('k', T + 2_506)).toMatchObject({ ok: false, room: { wait: 'answer' } });
+    await store.close();
+  });
+
+  it('starts slow: a few in flight, more as the upstream shows it counts, half after a 429', async () => {
+    await open(HUNDRED_PER_SECOND);
+    let remaining = 90;
+    await answer(seqOf(await store.reserve('k', T)), said(remaining, T + 60_000), T);
+    const out: number[] = [];
+    const inFlightNow = async () => {
+      for (let r = await store.reserve('k', T + 1); r.ok; r = await store.reserve('k', T + 1)) out.push(r.seq);
+      return out.length;
+    };
+    // Nothing proves yet that its Remaining counts our sends.
+    expect(await inFlightNow()).toBe(SAFE_CWND);
+    // Answers whose Remaining falls by one each: the window grows by one with each.
+    for (const seq of out.splice(0, 3)) await answer(seq, said(--remaining, T + 60_000), T + 2);
+    expect(await inFlightNow()).toBe(SAFE_CWND + 3);
+    await answer(out.shift() as number, tooMany(1_000), T + 3);
+    for (const seq of out.splice(0)) await store.release('k', seq, T + 4, store.epoch);
+    await answer(seqOf(await store.reserve('k', T + 1_003)), said(50, T + 60_000), T + 1_004);
+    expect(await inFlightNow()).toBeLessThanOrEqual(SAFE_CWND);
+    await store.close();
+  });
+
+  it('keeps at most SAFE_CWND in flight for an upstream whose Remaining never moves', async () => {
+    await open(HUNDRED_PER_SECOND);
+    const out: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      for (let r = await store.reserve('k', T + round); r.ok; r = await store.reserve('k', T + round)) out.push(r.seq);
+      expect(out.length).toBeLessThanOrEqual(SAFE_CWND);
+      for (const seq of out.splice(0)) await answer(seq, said(99, T + 60_000), T + round);
+    }
+    await store.close();
+  });
+
+  it('forgets a key the upstream refused', async () => {
+    await open(FIVE_PER_SECOND);
+    seqOf(await store.reserve('k', T));
+    await store.forget('k');
+    expect(await store.reserve('k', T + 1)).toMatchObject({ ok: true, seq: 1 });
+    await store.close();
   });
 });
 
 describe('the in-memory budget with many keys', () => {
-  const windows = [{ count: 5, windowMs: 1_000 }];
-  const answer = async (store: MemoryBudgetStore, key: string, now: number, remaining: number) => {
-    const reservation = (await store.reserve(key, windows, now, FAR)) as { seq: number };
-    await store.observe(key, { seq: reservation.seq, limit: 5, remaining, resetAt: now + 60_000 }, now);
+  const plan = { windows: [{ count: 5, windowMs: 1_000 }], share: 1 };
+  const use = async (store: MemoryBudgetStore, key: string, now: number, remaining: number) => {
+    const seq = seqOf(await store.reserve(key, now));
+    await store.answer(key, seq, said(remaining, now + 60_000, 5), now);
   };
 
   it('forgets idle keys, but never one that is paused or whose window is spent', async () => {
-    const store = new MemoryBudgetStore({ idleMs: 10_000 });
-    await answer(store, 'idle', T, 4);
-    await answer(store, 'spent', T, 0);
-    await answer(store, 'paused', T, 4);
-    await store.pause('paused', T + 120_000, 99);
+    const store = new MemoryBudgetStore({ plan, idleMs: 10_000 });
+    await use(store, 'idle', T, 4);
+    await use(store, 'spent', T, 0);
+    await store.answer('paused', seqOf(await store.reserve('paused', T)), tooMany(120_000), T);
     // A new key after the idle time sweeps.
-    await answer(store, 'new', T + 20_000, 4);
+    await use(store, 'new', T + 20_000, 4);
     expect(store.size).toBe(3);
-    expect(await store.reserve('spent', windows, T + 20_000, T + 30_000)).toMatchObject({ ok: false });
-    expect(await store.pausedUntil('paused')).toBe(T + 120_000);
+    expect(await store.reserve('spent', T + 20_000)).toMatchObject({ ok: false, room: { wait: 'gate' } });
+    expect(await store.reserve('paused', T + 20_000)).toMatchObject({ ok: false, room: { until: T + 120_000 } });
   });
 
   it('holds at most maxKeys that may be forgotten, dropping the least recently used', async () => {
-    const store = new MemoryBudgetStore({ maxKeys: 100, idleMs: 3_600_000 });
-    for (let i = 0; i < 1_000; i++) await answer(store, `key-${i}`, T + i, 4);
+    const store = new MemoryBudgetStore({ plan, maxKeys: 100, idleMs: 3_600_000 });
+    for (let i = 0; i < 1_000; i++) await use(store, `key-${i}`, T + i, 4);
     expect(store.size).toBeLessThanOrEqual(100);
   });
 
   it('frees a tenth of the bound at once, the least recently used first, so new keys do not each sort all', async () => {
-    const store = new MemoryBudgetStore({ maxKeys: 100, idleMs: 3_600_000 });
+    const store = new MemoryBudgetStore({ plan, maxKeys: 100, idleMs: 3_600_000 });
     // Within one second, so only the bound sweeps (not the once-a-second idle sweep).
-    for (let i = 0; i < 100; i++) await answer(store, `key-${i}`, T, 4);
-    await answer(store, 'key-0', T + 1, 4);
+    for (let i = 0; i < 100; i++) await use(store, `key-${i}`, T, 4);
+    await use(store, 'key-0', T + 1, 4);
     expect(store.size).toBe(100);
-    await answer(store, 'key-100', T + 2, 4);
+    await use(store, 'key-100', T + 2, 4);
     // Down to 90, then the new one: the ten used least recently went, key-0 (used again) stayed.
     expect(store.size).toBe(91);
-    for (let i = 101; i < 110; i++) await answer(store, `key-${i}`, T + 3, 4);
+    for (let i = 101; i < 110; i++) await use(store, `key-${i}`, T + 3, 4);
     expect(store.size).toBe(100);
-    // Known keys count their earlier sends in the window; a forgotten one starts again at 1.
-    expect(await store.reserve('key-0', windows, T + 4, FAR)).toMatchObject({ ok: true, used: 3 });
-    expect(await store.reserve('key-11', windows, T + 4, FAR)).toMatchObject({ ok: true, used: 2 });
-    expect(await store.reserve('key-10', windows, T + 4, FAR)).toMatchObject({ ok: true, used: 1 });
+    // Known keys go on numbering their requests; a forgotten one starts again at 1.
+    expect(await store.reserve('key-0', T + 4)).toMatchObject({ ok: true, seq: 3 });
+    expect(await store.reserve('key-11', T + 4)).toMatchObject({ ok: true, seq: 2 });
+    expect(await store.reserve('key-10', T + 4)).toMatchObject({ ok: true, seq: 1 });
   });
 });

@@ -439,10 +439,13 @@ describe('limiter', () => {
     // between the two reads refused the page as RATE_LIMITED (seen once in CI, under load, in
     // budget-integrity's "slow pages"). This clock moves a millisecond at every read.
     let clock = Date.now() + 10_000;
+    const windows = [{ count: 60, windowMs: 60_000 }];
     const limiter = createLimiter({
-      windows: [{ count: 60, windowMs: 60_000 }],
-      store: new MemoryBudgetStore(),
+      windows,
+      store: new MemoryBudgetStore({ plan: { windows, share: 1 } }),
       slots: createSlots({ total: 4, perKey: 4, maxQueuedPerClient: 4 }),
+      perKey: 4,
+      maxQueuedPerClient: 4,
       maxRetryAfterMs: 60_000,
       now: () => clock++,
     });
@@ -455,9 +458,12 @@ describe('limiter', () => {
     const events: LimiterEvent[] = [];
     const limiter = createLimiter({
       windows: [],
-      store: new MemoryBudgetStore(),
+      store: new MemoryBudgetStore({ plan: { windows: [], share: 1 } }),
       slots: createSlots({ total: 1, perKey: 1, maxQueuedPerClient: 1 }),
+      perKey: 4,
+      maxQueuedPerClient: 4,
       maxRetryAfterMs: 60_000,
+      now: Date.now,
       onEvent: (event) => events.push(event),
     });
     let answer: (response: UpstreamResponse) => void = () => {};

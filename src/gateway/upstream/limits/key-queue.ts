@@ -1,0 +1,369 @@
+/**
+ * Each API key's queue, run by bottleneck (the design card's "bottleneck-throttled" client): a
+ * request that cannot go at once waits as a job of its key's bottleneck limiter, whose
+ *
+ * - **queue** orders the waiting requests: by priority, a client's first waiting request before
+ *   anyone's second (bottleneck's priorities 0-9), so the clients of a shared key take turns and a
+ *   light one is not stuck behind a greedy one's thirty, while nothing is held back that the budget
+ *   has room for;
+ * - **reservoir** is fed from the budget store: a unit for each request the store's last word lets
+ *   go (room for it in the plan, the upstream's gate, the congestion window), none while the key is
+ *   paused or spent, one more when the store's wait ends (a 429's pause, a window's oldest send
+ *   leaving it, the upstream's Reset) or an answer changes it;
+ * - **concurrency** (maxConcurrent) is the key's share of the connection pool.
+ *
+ * A request that finds nothing waiting and a connection free asks the store at once, and goes when
+ * it has room: bottleneck would start such a job at once too, and a job costs 30-50 µs of CPU and a
+ * timer's millisecond (docs/benchmarks.md), a fifth of an upstream request's cost on a busy gateway.
+ *
+ * What bottleneck cannot do is the thin code here: a waiting request has a deadline and a client
+ * that may leave, and bottleneck can neither drop a queued job nor bound its wait (`expiration`
+ * bounds the run, not the queue). Its caller is answered at the deadline or when its client leaves,
+ * and the job, when bottleneck starts it later, passes its reservoir unit on. A job whose store
+ * says no after all (another replica took the room) waits again at the front of the queue.
+ * bottleneck is used through `bottleneck/light` (its build without Redis clustering, which we do
+ * not use: native async functions, where the main build's transpiled generators cost five times
+ * as much per job), with no change to its internals.
+ */
+
+import { createRequire } from 'node:module';
+import type BottleneckType from 'bottleneck';
+import type { CancelSignal } from '../../shared/cancel.js';
+import type { Room } from './model.js';
+
+const Bottleneck: typeof BottleneckType = createRequire(import.meta.url)('bottleneck/light');
+
+/** What asking the store for a request came to: planned (its value), or the key's room when not. */
+export type Asked<T> =
+  | { readonly ok: true; readonly value: T; readonly room: Room }
+  | { readonly ok: false; readonly room: Room };
+
+export interface Waiter {
+  readonly keyId: string;
+  readonly clientId: string;
+  /** Epoch ms: a request still waiting then is refused. */
+  readonly deadline: number;
+  readonly signal: CancelSignal | undefined;
+}
+
+/** Why a waiting request was refused, for the caller to answer with. */
+export interface Refusal {
+  readonly keyId: string;
+  /** `queue`: the client's queue is full; `deadline`: its wait ran out (or would, going by the store's word). */
+  readonly reason: 'queue' | 'deadline';
+  /** The store's last word on the key's room. */
+  readonly room: Room | undefined;
+  /** Since when the request waited. */
+  readonly since: number;
+}
+
+export interface Admission<T> {
+  readonly value: T;
+  /** The request is over (answered or failed): its connection is free; `room` is the store's word after it. */
+  done(room?: Room): void;
+}
+
+export interface KeyQueues {
+  /**
+   * Asks the store for the request at once, or when its turn and the key's room come; rejects with
+   * `refuse`'s error. What the store planned after the caller was answered goes to `giveBack`.
+   */
+  admit<T>(waiter: Waiter, ask: () => Promise<Asked<T>>, giveBack: (value: T) => void): Promise<Admission<T>>;
+  /** The key's room changed outside a request of this process (another replica's answer): waiting requests ask again. */
+  changed(keyId: string, room?: Room): void;
+  stats(): { readonly keys: number; readonly waiting: number; readonly jobs: number };
+  close(): Promise<void>;
+}
+
+export interface KeyQueuesOptions {
+  /** Requests of one key in flight at once from this process: its share of the connection pool. */
+  readonly perKey: number;
+  /**
+   * The plan's smallest window (none: throttling off). While two clients or more of a key have been
+   * active within it, waiting requests are let go one per window/count, in turn by client.
+   */
+  readonly window?: { readonly count: number; readonly windowMs: number } | undefined;
+  /** Requests one client may have waiting per key. */
+  readonly maxQueuedPerClient: number;
+  readonly now: () => number;
+  /** The error a refused request is answered with. */
+  readonly refuse: (refusal: Refusal) => Error;
+  /** Bottleneck reported an error of its own (never expected). */
+  readonly onError?: (error: unknown) => void;
+}
+
+interface Key {
+  /** Requests admitted and not yet done. */
+  running: number;
+  /** Jobs scheduled and not yet started (abandoned ones too, until bottleneck starts them). */
+  queued: number;
+  /** Reservoir units given and not yet taken by a job. */
+  granted: number;
+  /** Waiting requests per client (their priority). */
+  readonly clients: Map<string, number>;
+  limiter: BottleneckType | undefined;
+  room: Room | undefined;
+  wake: NodeJS.Timeout | undefined;
+  wakeAt: number;
+  /** When each client last asked, most recent last (the active ones share the key's sends). */
+  readonly seen: Map<string, number>;
+  /** When a waiting request was last let go while several clients were active. */
+  lastPaced: number;
+}
+
+/** Clients remembered per key at most (the least recently seen go first). */
+const MAX_CLIENTS = 1_000;
+
+export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
+  const { now, perKey } = options;
+  const spacingMs = options.window === undefined ? 0 : options.window.windowMs / options.window.count;
+  const keys = new Map<string, Key>();
+  let jobs = 0;
+  let waiting = 0;
+
+  function keyOf(keyId: string): Key {
+    let key = keys.get(keyId);
+    if (key === undefined) {
+      key = {
+        running: 0,
+        queued: 0,
+        granted: 0,
+        clients: new Map(),
+        limiter: undefined,
+        room: undefined,
+        wake: undefined,
+        wakeAt: 0,
+        seen: new Map(),
+        lastPaced: 0,
+      };
+      keys.set(keyId, key);
+    }
+    return key;
+  }
+
+  /** Forgets a key holding nothing: its limiter, if it had one, has no job and no timer left. */
+  function forgetIfIdle(keyId: string, key: Key): void {
+    if (key.running > 0 || key.queued > 0) return;
+    clearTimeout(key.wake);
+    keys.delete(keyId);
+  }
+
+  function limiterOf(key: Key): BottleneckType {
+    if (key.limiter === undefined) {
+      const limiter = new Bottleneck({ maxConcurrent: perKey, reservoir: 0 });
+      limiter.on('error', (error: unknown) => options.onError?.(error));
+      // A job's own failures go to its caller; answering nothing means bottleneck does not retry it.
+      limiter.on('failed', () => undefined);
+      key.limiter = limiter;
+    }
+    return key.limiter;
+  }
+
+  /**
+   * Lets as many waiting requests go as the store's last word and the free connections allow; when
+   * that is none, wakes one when the store's wait ends (it asks, and its answer says how many more).
+   */
+  function grant(key: Key): void {
+    const waitingJobs = key.queued - key.granted;
+    if (waitingJobs <= 0 || key.limiter === undefined) return;
+    const room = key.room;
+    const free = room === undefined || room.until <= now() ? Math.max(1, room?.free ?? 1) : room.free;
+    let n = Math.min(waitingJobs, free, perKey - key.running - key.granted);
+    if (n > 0 && spacingMs > 0 && active(key) >= 2) {
+      // Several clients want the key: its sends are spread at the plan's rate, one to each in turn,
+      // so a window's sends do not all go in the burst it frees to whoever waited then.
+      const next = key.lastPaced + spacingMs;
+      if (next > now()) return void wakeAt(key, next);
+      key.lastPaced = now();
+      n = 1;
+    }
+    if (n > 0) {
+      key.granted += n;
+      void key.limiter.incrementReservoir(n);
+      return;
+    }
+    if (room !== undefined && room.free <= 0) wakeAt(key, room.until);
+  }
+
+  /** Clients of the key that asked within the plan's smallest window. */
+  function active(key: Key): number {
+    const since = now() - (options.window?.windowMs ?? 0);
+    let count = 0;
+    for (const at of key.seen.values()) if (at > since) count++;
+    return count;
+  }
+
+  function saw(key: Key, clientId: string): void {
+    key.seen.delete(clientId);
+    key.seen.set(clientId, now());
+    if (key.seen.size > MAX_CLIENTS) key.seen.delete(key.seen.keys().next().value as string);
+  }
+
+  function wakeAt(key: Key, at: number): void {
+    if (key.wake !== undefined && key.wakeAt <= at) return;
+    clearTimeout(key.wake);
+    key.wakeAt = at;
+    key.wake = setTimeout(
+      () => {
+        key.wake = undefined;
+        // The wait the store named is over: one request asks, and its answer says how many more may go.
+        key.room = undefined;
+        grant(key);
+      },
+      Math.max(1, at - now()),
+    );
+  }
+
+  function note(key: Key, room: Room | undefined): void {
+    if (room !== undefined) key.room = room;
+    grant(key);
+  }
+
+  function admission<T>(keyId: string, key: Key, value: T, end?: () => void): Admission<T> {
+    let over = false;
+    return {
+      value,
+      done(room) {
+        if (over) return;
+        over = true;
+        key.running--;
+        end?.();
+        note(key, room);
+        forgetIfIdle(keyId, key);
+      },
+    };
+  }
+
+  /** Refuses at once a request whose wait would outlast its deadline by the store's word, or that its queue has no place for. */
+  function refusedAtOnce(key: Key, waiter: Waiter, since: number): Error | undefined {
+    if ((key.clients.get(waiter.clientId) ?? 0) >= options.maxQueuedPerClient) {
+      return options.refuse({ keyId: waiter.keyId, reason: 'queue', room: key.room, since });
+    }
+    const room = key.room;
+    if (room !== undefined && room.free <= 0 && room.wait !== 'answer' && room.until > waiter.deadline) {
+      return options.refuse({ keyId: waiter.keyId, reason: 'deadline', room, since });
+    }
+    return undefined;
+  }
+
+  function enqueue<T>(
+    waiter: Waiter,
+    key: Key,
+    ask: () => Promise<Asked<T>>,
+    giveBack: (value: T) => void,
+    since: number,
+  ): Promise<Admission<T>> {
+    const refused = refusedAtOnce(key, waiter, since);
+    if (refused !== undefined) return Promise.reject(refused);
+    if (waiter.signal?.aborted) return Promise.reject(waiter.signal.reason);
+    return new Promise<Admission<T>>((resolve, reject) => {
+      let open = true;
+      waiting++;
+      const close = () => {
+        if (!open) return;
+        open = false;
+        waiting--;
+        clearTimeout(timer);
+        waiter.signal?.removeEventListener('abort', onAbort);
+      };
+      const leave = (error: unknown) => {
+        if (!open) return;
+        close();
+        reject(error);
+      };
+      const onAbort = () => leave(waiter.signal?.reason);
+      const timer = setTimeout(
+        () => leave(options.refuse({ keyId: waiter.keyId, reason: 'deadline', room: key.room, since })),
+        Math.max(0, waiter.deadline - now()),
+      );
+      waiter.signal?.addEventListener('abort', onAbort, { once: true });
+
+      const schedule = (front: boolean) => {
+        const mine = key.clients.get(waiter.clientId) ?? 0;
+        key.clients.set(waiter.clientId, mine + 1);
+        key.queued++;
+        const job = async () => {
+          key.queued--;
+          key.granted = Math.max(0, key.granted - 1);
+          const left = (key.clients.get(waiter.clientId) ?? 1) - 1;
+          if (left > 0) key.clients.set(waiter.clientId, left);
+          else key.clients.delete(waiter.clientId);
+          // Its caller has gone (deadline or client): nothing is asked, and its unit goes to the next.
+          if (!open) return void grant(key);
+          key.running++;
+          let asked: Asked<T>;
+          try {
+            asked = await ask();
+          } catch (error) {
+            key.running--;
+            leave(error);
+            return void grant(key);
+          }
+          if (!asked.ok || !open) {
+            key.running--;
+            key.room = asked.room;
+            // Planned after its caller was answered (the store was slow): given back, never sent.
+            if (asked.ok) giveBack(asked.value);
+            // Refused after all (another replica took the room): at the front again.
+            else if (open) schedule(true);
+            return void grant(key);
+          }
+          close();
+          jobs++;
+          // The job holds its connection (bottleneck's concurrency) until the request is over.
+          await new Promise<void>((end) => resolve(admission(waiter.keyId, key, asked.value, end)));
+        };
+        limiterOf(key)
+          .schedule({ priority: front ? 0 : Math.min(9, mine) }, job)
+          .catch((error: unknown) => {
+            // Only bottleneck itself can fail here (the job's own errors went to its caller).
+            options.onError?.(error);
+            leave(error);
+          });
+        grant(key);
+      };
+      schedule(false);
+    });
+  }
+
+  return {
+    async admit(waiter, ask, giveBack) {
+      const key = keyOf(waiter.keyId);
+      const since = now();
+      saw(key, waiter.clientId);
+      if (key.queued === 0 && key.running < perKey) {
+        key.running++;
+        let asked: Awaited<ReturnType<typeof ask>>;
+        try {
+          asked = await ask();
+        } catch (error) {
+          key.running--;
+          forgetIfIdle(waiter.keyId, key);
+          throw error;
+        }
+        if (asked.ok) {
+          key.room = asked.room;
+          return admission(waiter.keyId, key, asked.value);
+        }
+        key.running--;
+        key.room = asked.room;
+      }
+      try {
+        return await enqueue(waiter, key, ask, giveBack, since);
+      } finally {
+        forgetIfIdle(waiter.keyId, key);
+      }
+    },
+    changed(keyId, room) {
+      const key = keys.get(keyId);
+      if (key === undefined) return;
+      key.room = room;
+      grant(key);
+    },
+    stats: () => ({ keys: keys.size, waiting, jobs }),
+    async close() {
+      for (const key of keys.values()) clearTimeout(key.wake);
+      keys.clear();
+    },
+  };
+}

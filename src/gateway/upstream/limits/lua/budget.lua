@@ -1,0 +1,117 @@
+-- One API key's budget as model.ts has it, for the scripts of this folder: each script is this
+-- file followed by its own. Keep the two in step: test/integration/gateway/budget-lua.test.ts runs
+-- both on the same random sequences against a real redis-server.
+--
+-- KEYS[1]: the key's state (a hash), KEYS[2]: its send log (a sorted set of send times).
+-- ARGV: now, this replica's tag, the number of windows, each window's count and length (shortest
+-- first), the share of them this store plans, how long a request counts as in flight when its
+-- replica never reports back; then the script's own arguments from ARGV[ARG].
+-- State fields: seq, pause, pseq (seq at the latest 429), k (429s in a row), cw (congestion
+-- window), tr (1: the upstream counts our sends), n (requests in flight), wait (1: a replica waits
+-- on an answer), sw (when expired requests in flight were last looked for), the gate (gbase, grem, greset, gfrom, glimit, grep) and one field per request in
+-- flight, f<seq>@<tag>, holding when it stops counting.
+local PROBE, LOW, SAFE, MAX = {{PROBE_MS}}, {{ONE_AT_A_TIME_BELOW}}, {{SAFE_CWND}}, {{MAX_CWND}}
+local NONE, PAUSED, WINDOW, GATE, ANSWER = 0, 1, 2, 3, 4
+local now, tag, nw = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local windows = {}
+for i = 1, nw do windows[i] = { count = tonumber(ARGV[2 + 2 * i]), ms = tonumber(ARGV[3 + 2 * i]) } end
+local share, flight = tonumber(ARGV[4 + 2 * nw]), tonumber(ARGV[5 + 2 * nw])
+local ARG = 6 + 2 * nw
+local longest = 0
+if nw > 0 then longest = windows[nw].ms end
+
+local function load()
+  local st = redis.call('HMGET', KEYS[1], 'seq', 'pause', 'pseq', 'k', 'cw', 'tr', 'n', 'wait', 'sw',
+    'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep')
+  local b = {
+    seq = tonumber(st[1] or '0'), pause = tonumber(st[2] or '0'), pseq = tonumber(st[3] or '0'),
+    k = tonumber(st[4] or '0'), cw = tonumber(st[5] or SAFE), tr = st[6] == '1',
+    n = tonumber(st[7] or '0'), wait = st[8] == '1', swept = tonumber(st[9] or '0'),
+  }
+  if st[10] then
+    b.gate = { base = tonumber(st[10]), rem = tonumber(st[11]), reset = tonumber(st[12]),
+      from = tonumber(st[13]), limit = tonumber(st[14]), rep = tonumber(st[15]) }
+  end
+  return b
+end
+
+local function gateFields(g)
+  return { 'gbase', g.base, 'grem', g.rem, 'greset', g.reset, 'gfrom', g.from, 'glimit', g.limit, 'grep', g.rep }
+end
+
+local function gateAt(b)
+  local g = b.gate
+  if g and g.reset > now then return g end
+  return { rem = 1, reset = now + PROBE, base = b.seq, from = -1, limit = 0, rep = 0 }
+end
+
+local function allowedOf(count) return math.max(1, math.floor(count * share)) end
+
+local function inWindow(ms) return redis.call('ZCOUNT', KEYS[2], '(' .. (now - ms), '+inf') end
+
+-- The score of the log's i-th newest send.
+local function newest(i) return tonumber(redis.call('ZRANGE', KEYS[2], -i, -i, 'WITHSCORES')[2]) end
+
+local function answersAllow(cw, left, n)
+  if left <= LOW then return 1 - n end
+  return cw - n
+end
+
+-- The key's room: free (-1: no bound), until, why, and what reserving needs (sends per window, gate, left).
+local function measure(b)
+  if b.pause > now then return 0, b.pause, PAUSED end
+  if nw == 0 then return -1, now, NONE end
+  local free, windowFree, used = math.huge, now, {}
+  for i = 1, nw do
+    local allowed = allowedOf(windows[i].count)
+    local sends = inWindow(windows[i].ms)
+    used[i] = sends
+    if sends >= allowed then windowFree = math.max(windowFree, newest(allowed) + windows[i].ms) end
+    free = math.min(free, allowed - sends)
+  end
+  if free <= 0 then return 0, windowFree, WINDOW end
+  local g = gateAt(b)
+  local left = g.rem - (b.seq - g.base)
+  if left <= 0 then
+    if g.from == -1 then return 0, g.reset, ANSWER end
+    return 0, g.reset, GATE
+  end
+  local by = answersAllow(b.cw, left, b.n)
+  if by <= 0 then return 0, now + PROBE, ANSWER end
+  return math.min(free, left, by), now, NONE, used, g, left
+end
+
+-- The first window as the log has it, or the upstream's word when that has less left; nothing left
+-- while paused: limit (-1: nothing known), remaining, used, reset (-1: none), paused (1/0).
+local function view(b)
+  local limit, remaining, used, reset, paused = -1, 0, 0, -1, 0
+  local first = windows[1]
+  if first then
+    local sends = inWindow(first.ms)
+    limit, remaining, used = first.count, math.max(0, first.count - sends), sends
+    if sends > 0 then reset = newest(sends) + first.ms end
+  end
+  local g = b.gate
+  if g and g.from ~= -1 and g.reset > now then
+    local left = math.max(0, g.rem - (b.seq - g.base))
+    if limit == -1 or left < remaining then
+      limit, remaining, used, reset = g.limit, left, math.max(0, g.limit - left), g.reset
+    end
+  end
+  if limit ~= -1 and b.pause > now then remaining, reset, paused = 0, b.pause, 1 end
+  return limit, remaining, used, reset, paused
+end
+
+-- Keeps the key's state as long as anything in it can matter: its log, its pause, its requests out.
+local function keep(b)
+  local ms = math.max(longest, flight, b.pause - now) + 60000
+  redis.call('PEXPIRE', KEYS[1], ms)
+end
+
+-- A replica waiting on an answer of this key (marked by a refused reserve) is told of this one.
+local function tell(b, channel, keyId)
+  if b.wait then
+    redis.call('HDEL', KEYS[1], 'wait')
+    redis.call('PUBLISH', channel, keyId)
+  end
+end

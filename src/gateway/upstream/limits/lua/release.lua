@@ -1,0 +1,17 @@
+-- Ends request ARGV[ARG], which got no answer (model.ts `release`): ARGV from ARG: seq, whether to
+-- return the room (1/0), the channel and key id to tell waiters on. Returns {free, until, why}.
+local seq, wantRoom = tonumber(ARGV[ARG]), ARGV[ARG + 1] == '1'
+local b = load()
+if redis.call('HDEL', KEYS[1], 'f' .. seq .. '@' .. tag) == 1 then
+  b.n = math.max(0, b.n - 1)
+  redis.call('HSET', KEYS[1], 'n', b.n)
+end
+local g = b.gate
+if g and g.from == -1 and seq == g.base + 1 then
+  b.gate = nil
+  redis.call('HDEL', KEYS[1], 'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep')
+end
+tell(b, ARGV[ARG + 2], ARGV[ARG + 3])
+if not wantRoom then return { 0, 0, NONE } end
+local free, untilAt, why = measure(b)
+return { free, untilAt, why }

@@ -1,0 +1,61 @@
+-- Plans one request now, or says why not: {1, seq, free, until, why, used} or {0, 0, free, until,
+-- why, 0} (model.ts `reserve`; used: the most sends any window holds with this one).
+local b = load()
+if nw > 0 and b.seq % 16 == 0 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - longest) end
+local free, untilAt, why, used, g, left = measure(b)
+if why == ANSWER and b.n > 0 and b.swept + PROBE <= now then
+  -- Requests of a replica that never reported back stop counting when their time is up (looked
+  -- for at most once per probe time: a refusal to wait for an answer is common, a crash is not).
+  redis.call('HSET', KEYS[1], 'sw', now)
+  local all, live = redis.call('HGETALL', KEYS[1]), 0
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 1) == 'f' then
+      if tonumber(all[i + 1]) <= now then redis.call('HDEL', KEYS[1], all[i]) else live = live + 1 end
+    end
+  end
+  if live ~= b.n then
+    b.n = live
+    redis.call('HSET', KEYS[1], 'n', live)
+    free, untilAt, why, used, g, left = measure(b)
+  end
+end
+if free ~= -1 and free < 1 then
+  if why == ANSWER then
+    redis.call('HSET', KEYS[1], 'wait', 1)
+    keep(b)
+  end
+  return { 0, 0, free, untilAt, why, 0 }
+end
+local seq = b.seq + 1
+if nw == 0 then
+  redis.call('HSET', KEYS[1], 'seq', seq)
+  keep(b)
+  return { 1, seq, -1, now, NONE, 0 }
+end
+local after, windowFree, most = math.huge, now, 0
+for i = 1, nw do
+  most = math.max(most, used[i] + 1)
+  local rest = allowedOf(windows[i].count) - used[i] - 1
+  if rest == 0 then
+    local oldest = now
+    if used[i] > 0 then oldest = newest(used[i]) end
+    windowFree = math.max(windowFree, oldest + windows[i].ms)
+  end
+  after = math.min(after, rest)
+end
+local fields = { 'seq', seq, 'n', b.n + 1, 'f' .. seq .. '@' .. tag, now + flight }
+if g.from == -1 and (b.gate == nil or b.gate.reset <= now) then
+  for _, v in ipairs(gateFields(g)) do fields[#fields + 1] = v end
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('ZADD', KEYS[2], now, seq .. '@' .. tag)
+redis.call('PEXPIRE', KEYS[2], longest + 60000)
+keep(b)
+if after <= 0 then return { 1, seq, 0, windowFree, WINDOW, most } end
+if left - 1 <= 0 then
+  if g.from == -1 then return { 1, seq, 0, g.reset, ANSWER, most } end
+  return { 1, seq, 0, g.reset, GATE, most }
+end
+local by = answersAllow(b.cw, left - 1, b.n + 1)
+if by <= 0 then return { 1, seq, 0, now + PROBE, ANSWER, most } end
+return { 1, seq, math.min(after, left - 1, by), now, NONE, most }

@@ -1,0 +1,129 @@
+/**
+ * The budget's Lua (src/gateway/upstream/limits/lua/) is the model (model.ts) on Redis: the same
+ * random sequences of reservations, answers (with and without rate-limit headers, 429s with and
+ * without Retry-After) and releases, at random times and on random plans, give the same results
+ * from both, step by step, against a real redis-server. This is what makes the simulation, which
+ * runs the model, a statement about replicas sharing Redis too.
+ */
+
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RateWindow } from '../../../src/config.js';
+import * as model from '../../../src/gateway/upstream/limits/model.js';
+import { RedisBudget } from '../../../src/gateway/upstream/limits/redis-budget.js';
+import { type RedisServer, startRedis } from '../../helpers/redis.js';
+
+let redis: RedisServer;
+let client: Redis;
+beforeAll(async () => {
+  redis = await startRedis();
+  client = new Redis(redis.url);
+});
+afterAll(async () => {
+  client.disconnect();
+  await redis.stop();
+});
+
+const PLANS: readonly (readonly RateWindow[])[] = [
+  [],
+  [{ count: 3, windowMs: 20_000 }],
+  [
+    { count: 5, windowMs: 20_000 },
+    { count: 8, windowMs: 60_000 },
+  ],
+  [{ count: 40, windowMs: 30_000 }],
+];
+
+type Step =
+  | { kind: 'reserve' }
+  | {
+      kind: 'answer';
+      pick: number;
+      status: 200 | 429;
+      headers: { limit: number; remaining: number; resetInMs: number } | undefined;
+      retryAfterMs: number | undefined;
+      jitter: number;
+    }
+  | { kind: 'release'; pick: number }
+  | { kind: 'wait'; ms: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 6, arbitrary: fc.constant({ kind: 'reserve' as const }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('answer' as const),
+      pick: fc.nat(),
+      status: fc.constantFrom<200 | 429>(200, 200, 200, 200, 200, 429),
+      headers: fc.option(
+        fc.record({
+          limit: fc.integer({ min: 1, max: 50 }),
+          remaining: fc.integer({ min: 0, max: 50 }),
+          resetInMs: fc.integer({ min: 1, max: 40_000 }),
+        }),
+        { nil: undefined },
+      ),
+      retryAfterMs: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: undefined }),
+      jitter: fc.double({ min: 0, max: 0.999, noNaN: true }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 1, max: 15_000 }) }) },
+);
+
+let run = 0;
+
+describe('the budget on Redis', () => {
+  it('gives, step by step, what the model gives', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...PLANS),
+        fc.constantFrom(1, 0.5),
+        fc.array(step, { minLength: 1, maxLength: 80 }),
+        async (windows, share, steps) => {
+          const plan = { windows, share };
+          const onRedis = new RedisBudget({
+            client,
+            prefix: `lua-${run++}`,
+            tag: 't',
+            inflightMs: 600_000,
+            channel: 'c',
+          });
+          const budget = model.newBudget();
+          const out: number[] = [];
+          let now = 1_795_000_000_000;
+          for (const s of steps) {
+            if (s.kind === 'wait') {
+              now += s.ms;
+            } else if (s.kind === 'reserve') {
+              const expected = model.reserve(budget, plan, now);
+              const got = await onRedis.reserve('k', plan, now);
+              expect(got).toEqual(
+                'seq' in expected
+                  ? { ok: true, seq: expected.seq, room: expected.room, used: expected.used }
+                  : { ok: false, seq: 0, room: expected.room, used: 0 },
+              );
+              if ('seq' in expected) out.push(expected.seq);
+            } else if (out.length > 0) {
+              const [seq] = out.splice(s.pick % out.length, 1) as [number];
+              if (s.kind === 'release') {
+                model.release(budget, seq);
+                expect(await onRedis.release('k', seq, now, plan, true)).toEqual(model.room(budget, plan, now));
+              } else {
+                const word = s.headers
+                  ? { limit: s.headers.limit, remaining: s.headers.remaining, resetAt: now + s.headers.resetInMs }
+                  : { limit: 0, remaining: 0, resetAt: 0 };
+                const said = { status: s.status, word, retryAfterMs: s.retryAfterMs, jitter: s.jitter };
+                const pauseMs = model.answer(budget, plan, seq, said, now);
+                const expected = { pauseMs, room: model.room(budget, plan, now), view: model.view(budget, plan, now) };
+                expect(await onRedis.answer('k', seq, said, now, plan, true)).toEqual(expected);
+              }
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  }, 60_000);
+});

@@ -1,0 +1,219 @@
+/**
+ * The key's queue (src/gateway/upstream/limits/key-queue.ts) and what it relies on from bottleneck
+ * 2.19.5 (its last release, pinned): a request goes at once when nothing waits; one the store says
+ * no to waits as a job of its key's bottleneck limiter until the store's wait ends or an answer
+ * changes it; the clients of a key take turns; deadlines and departures; the key's connection share;
+ * what the store planned after its caller was answered is given back. Real bottleneck limiters on
+ * vitest's fake timers (bottleneck's own timers included), with a plain function as the store.
+ */
+
+import { createRequire } from 'node:module';
+import type BottleneckType from 'bottleneck';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  type Asked,
+  createKeyQueues,
+  type KeyQueues,
+  type Refusal,
+} from '../../../../src/gateway/upstream/limits/key-queue.js';
+import type { Room } from '../../../../src/gateway/upstream/limits/model.js';
+
+const T = Date.UTC(2026, 10, 27);
+beforeEach(() => {
+  vi.useFakeTimers({ now: T });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const open: Room = { free: 10, until: T, wait: undefined };
+const full = (until: number): Room => ({ free: 0, until, wait: 'window' });
+
+/** A store that plans while `room` has room, each plan taking one; its answers are recorded. */
+function store() {
+  const state = { room: 3, until: T + 1_000, asked: 0, given: [] as number[] };
+  let next = 0;
+  const ask = async (): Promise<Asked<number>> => {
+    state.asked++;
+    if (state.room <= 0) return { ok: false, room: full(state.until) };
+    state.room--;
+    return { ok: true, value: ++next, room: state.room > 0 ? open : full(state.until) };
+  };
+  return { state, ask, giveBack: (value: number) => state.given.push(value) };
+}
+
+function queues(perKey = 4, maxQueuedPerClient = 100): { queues: KeyQueues; refused: Refusal[] } {
+  const refused: Refusal[] = [];
+  return {
+    refused,
+    queues: createKeyQueues({
+      perKey,
+      maxQueuedPerClient,
+      now: () => Date.now(),
+      refuse: (refusal) => {
+        refused.push(refusal);
+        return new Error(refusal.reason);
+      },
+    }),
+  };
+}
+
+const waiter = (clientId: string, waitMs = 10_000, signal?: AbortSignal) => ({
+  keyId: 'k',
+  clientId,
+  deadline: Date.now() + waitMs,
+  signal,
+});
+
+describe('the key queue', () => {
+  it('lets a request go at once when nothing waits: no bottleneck job', async () => {
+    const { queues: q } = queues();
+    const { ask, giveBack } = store();
+    const admitted = await q.admit(waiter('a'), ask, giveBack);
+    expect(admitted.value).toBe(1);
+    admitted.done(open);
+    expect(q.stats()).toEqual({ keys: 0, waiting: 0, jobs: 0 });
+  });
+
+  it('holds a request the store says no to until the wait it named ends, then lets it go', async () => {
+    const { queues: q } = queues();
+    const s = store();
+    for (let i = 0; i < 3; i++) (await q.admit(waiter('a'), s.ask, s.giveBack)).done(full(s.state.until));
+    let admitted: number | undefined;
+    void q.admit(waiter('a'), s.ask, s.giveBack).then((a) => {
+      admitted = a.value;
+    });
+    await vi.advanceTimersByTimeAsync(999);
+    expect(admitted).toBeUndefined();
+    expect(q.stats().waiting).toBe(1);
+    s.state.room = 1;
+    await vi.advanceTimersByTimeAsync(10);
+    expect(admitted).toBe(4);
+    expect(q.stats().jobs).toBe(1);
+  });
+
+  it("lets a light client's request go before a greedy client's queued ones", async () => {
+    const { queues: q } = queues();
+    const s = store();
+    s.state.room = 0;
+    const order: string[] = [];
+    const take = (name: string, client: string) =>
+      q.admit(waiter(client), s.ask, s.giveBack).then((a) => {
+        order.push(name);
+        a.done({ free: 0, until: Date.now(), wait: 'window' });
+      });
+    const all = [take('g1', 'greedy'), take('g2', 'greedy'), take('g3', 'greedy')];
+    await vi.advanceTimersByTimeAsync(10);
+    all.push(take('light', 'light'));
+    await vi.advanceTimersByTimeAsync(10);
+    // The window frees one send a time.
+    for (let i = 0; i < 4; i++) {
+      s.state.room = 1;
+      q.changed('k');
+      await vi.advanceTimersByTimeAsync(10);
+    }
+    await Promise.all(all);
+    expect(order).toEqual(['g1', 'light', 'g2', 'g3']);
+  });
+
+  it("holds at most the key's connection share in flight, another request going as one ends", async () => {
+    const { queues: q } = queues(2);
+    const s = store();
+    s.state.room = 10;
+    const first = await q.admit(waiter('a'), s.ask, s.giveBack);
+    await q.admit(waiter('a'), s.ask, s.giveBack);
+    let third: number | undefined;
+    void q.admit(waiter('a'), s.ask, s.giveBack).then((a) => {
+      third = a.value;
+    });
+    await vi.advanceTimersByTimeAsync(50);
+    expect(third).toBeUndefined();
+    first.done(open);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(third).toBe(3);
+  });
+
+  it('refuses a request still waiting at its deadline, and gives back what the store plans after it', async () => {
+    const { queues: q, refused } = queues();
+    const s = store();
+    s.state.room = 0;
+    s.state.until = T + 5_000;
+    const waiting = q.admit(waiter('a', 1_000), s.ask, s.giveBack);
+    const outcome = waiting.then(
+      () => 'admitted',
+      (error: Error) => error.message,
+    );
+    // Named a wait within the deadline, then spent by another replica meanwhile.
+    await vi.advanceTimersByTimeAsync(1_001);
+    expect(await outcome).toBe('deadline');
+    expect(refused).toMatchObject([{ reason: 'deadline', keyId: 'k' }]);
+    // Its job starts when the store's wait ends; nothing is asked for a caller already answered.
+    const asked = s.state.asked;
+    s.state.room = 1;
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(s.state.asked).toBe(asked);
+    expect(q.stats()).toMatchObject({ keys: 0, waiting: 0 });
+  });
+
+  it('refuses at once a request whose wait, by the store, outlasts its deadline', async () => {
+    const { queues: q, refused } = queues();
+    const s = store();
+    s.state.room = 0;
+    s.state.until = T + 30_000;
+    await expect(q.admit(waiter('a', 1_000), s.ask, s.giveBack)).rejects.toThrow('deadline');
+    expect(refused).toHaveLength(1);
+    expect(Date.now()).toBe(T);
+  });
+
+  it("refuses a client's request past its queue bound, and drops one whose client leaves", async () => {
+    const { queues: q, refused } = queues(4, 2);
+    const s = store();
+    s.state.room = 0;
+    const controller = new AbortController();
+    const leaving = q.admit(waiter('a', 10_000, controller.signal), s.ask, s.giveBack);
+    const kept = q.admit(waiter('a'), s.ask, s.giveBack);
+    await expect(q.admit(waiter('a'), s.ask, s.giveBack)).rejects.toThrow('queue');
+    expect(refused.map((r) => r.reason)).toEqual(['queue']);
+    controller.abort(new Error('the client left'));
+    await expect(leaving).rejects.toThrow('the client left');
+    s.state.room = 1;
+    await vi.advanceTimersByTimeAsync(1_100);
+    expect((await kept).value).toBe(1);
+  });
+});
+
+describe('bottleneck 2.19.5 (light) itself, as the key queue uses it', () => {
+  const Bottleneck: typeof BottleneckType = createRequire(import.meta.url)('bottleneck/light');
+
+  it('holds jobs while its reservoir is 0, and starts as many as it is raised by, by priority', async () => {
+    const limiter = new Bottleneck({ reservoir: 0, maxConcurrent: 10 });
+    const ran: string[] = [];
+    const job = (name: string, priority: number) => limiter.schedule({ priority }, async () => void ran.push(name));
+    const jobs = [job('late', 5), job('first', 0), job('second', 1)];
+    await vi.advanceTimersByTimeAsync(50);
+    expect(ran).toEqual([]);
+    void limiter.incrementReservoir(2);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(ran).toEqual(['first', 'second']);
+    void limiter.incrementReservoir(1);
+    await vi.advanceTimersByTimeAsync(50);
+    await Promise.all(jobs);
+    expect(ran).toEqual(['first', 'second', 'late']);
+  });
+
+  it('runs at most maxConcurrent jobs at once', async () => {
+    const limiter = new Bottleneck({ reservoir: 3, maxConcurrent: 2 });
+    let running = 0;
+    let most = 0;
+    const job = () =>
+      limiter.schedule(async () => {
+        most = Math.max(most, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        running--;
+      });
+    const jobs = [job(), job(), job()];
+    await vi.advanceTimersByTimeAsync(100);
+    await Promise.all(jobs);
+    expect(most).toBe(2);
+  });
+});
