@@ -10,10 +10,12 @@ import { vi } from 'vitest';
 import { createLogger } from '../../src/gateway/observability/logger.js';
 import { createMetrics } from '../../src/gateway/observability/metrics.js';
 import type { UpstreamError } from '../../src/gateway/upstream/errors.js';
+import { SharedBudgetStore } from '../../src/gateway/upstream/limits/shared-budget.js';
 import { createOperation } from '../../src/gateway/upstream/operation.js';
 import { createUpstream, type Upstream, type UpstreamConfig } from '../../src/gateway/upstream/upstream.js';
 import type { ClientSpec, OpSpec, Scenario } from './scenario.js';
 import { prng, simDispatcher } from './sim-dispatcher.js';
+import { SimStore } from './sim-store.js';
 import { SimUpstream } from './sim-upstream.js';
 
 export interface OpRecord {
@@ -87,13 +89,45 @@ export async function runScenario(scenario: Scenario): Promise<SimResult> {
   const random = vi.spyOn(Math, 'random').mockImplementation(prng(scenario.seed ^ 0x5bd1e995));
   try {
     const upstream = new SimUpstream(scenario.upstream);
+    // Replicas share a budget through the simulated store (as through Redis); one gateway alone plans in memory.
+    const store =
+      scenario.replicas > 1 ? new SimStore(scenario.replicas, scenario.faults, scenario.startAt) : undefined;
     const replicas: Upstream[] = [];
+    const shared: SharedBudgetStore[] = [];
     for (let index = 0; index < scenario.replicas; index++) {
       const dispatcher = simDispatcher(upstream, prng(scenario.seed + index));
-      replicas.push(
-        await createUpstream(upstreamConfig(scenario), { logger: silent, metrics, now: () => Date.now(), dispatcher }),
-      );
+      const connection = store?.replica(index);
+      const budgetStore =
+        connection === undefined
+          ? undefined
+          : (plan: import('../../src/gateway/upstream/limits/model.js').Plan) => {
+              const budget = new SharedBudgetStore({
+                ...connection,
+                prefix: 'sim',
+                plan,
+                now: () => Date.now(),
+                logger: silent,
+                inflightMs: scenario.maxWaitMs + 2 * scenario.timeoutMs + 5_000,
+              });
+              shared.push(budget);
+              return budget;
+            };
+      const deps = {
+        logger: silent,
+        metrics,
+        now: () => Date.now(),
+        dispatcher,
+        ...(budgetStore ? { budgetStore } : {}),
+      };
+      replicas.push(await createUpstream(upstreamConfig(scenario), deps));
     }
+    // Each replica's first beat (one may start during a fault: then it starts on its local share).
+    let started = false;
+    const ready = Promise.all(shared.map((budget) => budget.ready())).finally(() => {
+      started = true;
+    });
+    while (!started) await vi.advanceTimersByTimeAsync(10);
+    await ready;
     const ops: OpRecord[] = [];
     let next = 0;
     const start = (client: ClientSpec, op: OpSpec): Promise<OpRecord> =>
@@ -126,7 +160,8 @@ function drive(
     const loop = async () => {
       while (Date.now() - scenario.startAt < client.to) {
         const record = await start(client, one);
-        if (!record.ok) await new Promise((resolve) => setTimeout(resolve, THINK_MS));
+        // At least a millisecond between two, so a loop always lets the virtual clock move.
+        await new Promise((resolve) => setTimeout(resolve, record.ok ? 1 : THINK_MS));
       }
     };
     for (let i = 0; i < client.concurrency; i++) at(client.from, () => void loop());

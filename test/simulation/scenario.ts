@@ -94,7 +94,8 @@ const PLANS: readonly (readonly RateWindow[])[] = [
 /** The upstream's two windows for a plan: the same limits (or stricter, for a liar), a day that never binds. */
 function upstreamWindows(plan: readonly RateWindow[], stricter: boolean): readonly [RateWindow, RateWindow] {
   const [first, second] = plan as [RateWindow, RateWindow | undefined];
-  const minute = stricter ? { count: Math.max(2, Math.floor(first.count / 3)), windowMs: first.windowMs / 2 } : first;
+  // Stricter: a lower count over the same window (its Reset is in whole seconds, as the spec has it).
+  const minute = stricter ? { count: Math.max(2, Math.floor(first.count / 3)), windowMs: first.windowMs } : first;
   return [minute, second ?? { count: 1_000_000, windowMs: DAY }];
 }
 
@@ -176,6 +177,9 @@ interface Family {
   readonly silent: fc.Arbitrary<boolean>;
   readonly latencyMs: fc.Arbitrary<number>;
   readonly clients: (parts: Parts) => fc.Arbitrary<ClientSpec[]>;
+  /** Replicas sharing the budget (default 1), and whether their shared store fails. */
+  readonly replicas?: fc.Arbitrary<number>;
+  readonly faults?: boolean;
 }
 
 const none = () => fc.constant([] as number[]);
@@ -231,6 +235,18 @@ const FAMILIES: Record<string, Family> = {
     latencyMs: fc.integer({ min: 0, max: 60 }),
     clients: clients({ min: 1, max: 3 }, ['ops']),
   },
+  replicas: {
+    stricter: fc.constant(false),
+    headers: fc.constant<HeaderMode>('honest'),
+    retryAfter: fc.constantFrom<RetryAfterMode>('seconds', 'date'),
+    foreign: none,
+    skew: fc.constant(0),
+    silent: fc.constant(false),
+    latencyMs: fc.integer({ min: 0, max: 40 }),
+    clients: clients({ min: 2, max: 4 }, ['ops', 'ops', 'greedy', 'steady']),
+    replicas: fc.integer({ min: 2, max: 3 }),
+    faults: true,
+  },
   contention: {
     plans: [0, 1, 3],
     stricter: fc.constant(false),
@@ -251,10 +267,22 @@ const FAMILIES: Record<string, Family> = {
 
 export const FAMILY_NAMES = Object.keys(FAMILIES);
 
+/** Faults of the shared store: a stall, one replica cut off or losing replies, a failover, a flush. */
+function faultsArb(replicas: number, horizonMs: number): fc.Arbitrary<StoreFault[]> {
+  const fault = fc.record({
+    kind: fc.constantFrom<StoreFault['kind']>('stall', 'partition', 'lost-reply', 'failover', 'flush'),
+    at: fc.integer({ min: 0, max: horizonMs }),
+    forMs: fc.integer({ min: 100, max: 6_000 }),
+    replica: fc.integer({ min: 0, max: replicas - 1 }),
+  });
+  return fc.oneof(
+    { weight: 1, arbitrary: fc.constant([] as StoreFault[]) },
+    { weight: 3, arbitrary: fc.array(fault, { minLength: 1, maxLength: 2 }) },
+  );
+}
+
 /** What fast-check draws: a family, then a schedule of it. */
-export function scenarioArb(
-  options: { replicas?: fc.Arbitrary<number>; families?: readonly string[] } = {},
-): fc.Arbitrary<Scenario> {
+export function scenarioArb(options: { families?: readonly string[] } = {}): fc.Arbitrary<Scenario> {
   const names = options.families ?? Object.keys(FAMILIES);
   return fc.constantFrom(...names).chain((name) => {
     const family = FAMILIES[name] as Family;
@@ -263,7 +291,7 @@ export function scenarioArb(
       .record({
         planIndex: fc.constantFrom(...plans),
         stricter: family.stricter,
-        replicas: options.replicas ?? fc.constant(1),
+        replicas: family.replicas ?? fc.constant(1),
         horizonMs: fc.integer({ min: 3_000, max: 30_000 }),
       })
       .chain(({ planIndex, stricter, replicas, horizonMs }) => {
@@ -287,7 +315,7 @@ export function scenarioArb(
           timeoutMs: fc.integer({ min: 500, max: 5_000 }),
           replicas: fc.constant(replicas),
           clients: family.clients(parts),
-          faults: fc.constant([] as StoreFault[]),
+          faults: family.faults ? faultsArb(replicas, horizonMs) : fc.constant([] as StoreFault[]),
           horizonMs: fc.constant(horizonMs),
         });
       });

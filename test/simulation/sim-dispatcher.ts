@@ -26,7 +26,7 @@ type Handler = Dispatcher.DispatchHandler;
 
 export function simDispatcher(upstream: SimUpstream, random: () => number): Dispatcher {
   const { latencyMs, jitterMs } = upstream.rules;
-  const latency = () => Math.max(0, Math.round(latencyMs + (random() * 2 - 1) * jitterMs));
+  const latency = () => Math.max(1, Math.round(latencyMs + (random() * 2 - 1) * jitterMs));
   const dispatcher = {
     dispatch(options: Dispatcher.DispatchOptions, handler: Handler): boolean {
       const headers = options.headers as Record<string, string>;

@@ -1,0 +1,269 @@
+/**
+ * The shared store as the simulation's replicas meet it: the budget model (src/gateway/upstream/
+ * limits/model.ts) on state the replicas share, behind a network with faults. It stands for Redis
+ * running the budget's Lua, which test/integration/gateway/budget-lua.test.ts holds to the same
+ * model on random sequences against a real redis-server; the faults are what ioredis surfaces of a
+ * real one (redis-connection.ts: no offline queue, a 1 s command timeout, reconnects announced by
+ * 'ready'):
+ *
+ * - a **stall** (a slow script, a fork, DEBUG SLEEP): commands wait until it ends, then run; one that
+ *   waited past the timeout has failed for its replica, yet runs all the same;
+ * - a **partition** of one replica: its connection drops (commands fail at once; those sent before
+ *   run, their replies are lost) until it heals and says 'ready';
+ * - **lost replies** of one replica: its commands run and their replies never come (time-outs);
+ * - a **failover**: every connection drops for its length, and the new primary lacks the writes of
+ *   the last FAILOVER_LAG_MS (asynchronous replication);
+ * - a **flush**: everything is gone at once.
+ *
+ * Faked because Redis's faults cannot be made on a virtual clock; a real redis-server, Cluster and
+ * Sentinel are in the integration and system tests.
+ */
+
+import { EventEmitter } from 'node:events';
+import type { Recorded } from '../../src/gateway/upstream/limits/budget.js';
+import * as model from '../../src/gateway/upstream/limits/model.js';
+import type { Member, Planned } from '../../src/gateway/upstream/limits/redis-budget.js';
+import type { BudgetBackend } from '../../src/gateway/upstream/limits/shared-budget.js';
+import type { StoreFault } from './scenario.js';
+
+/** A command's round trip. */
+const RTT_MS = 1;
+/** As redis-connection.ts sets ioredis's commandTimeout. */
+const COMMAND_TIMEOUT_MS = 1_000;
+/** The writes a failover loses: those of its last moments, not yet replicated. */
+export const FAILOVER_LAG_MS = 200;
+
+interface Key {
+  readonly budget: model.KeyBudget;
+  /** Which replica planned each request in flight (the Lua's f<seq>@<tag>). */
+  readonly tags: Map<number, string>;
+  /** A replica was refused until an answer arrives: the next answer tells them (the Lua's `wait`). */
+  waiting: boolean;
+}
+
+interface State {
+  readonly keys: Map<string, Key>;
+  /** Each replica's last beat. */
+  readonly beats: Map<string, number>;
+}
+
+const empty = (): State => ({ keys: new Map(), beats: new Map() });
+
+/** One replica's connection: what the budget reads of ioredis's. */
+class SimConnection extends EventEmitter {
+  status = 'ready';
+  /** Changes when the connection drops: replies of commands sent before are lost. */
+  drops = 0;
+  constructor(
+    private readonly store: SimStore,
+    private readonly index: number,
+  ) {
+    super();
+  }
+  pttl(): Promise<number> {
+    return this.store.exec(this.index, () => 1);
+  }
+  drop(): void {
+    this.status = 'reconnecting';
+    this.drops++;
+  }
+  heal(): void {
+    this.status = 'ready';
+    this.emit('ready');
+  }
+}
+
+/** A subscribed connection: answers of a key someone waits on, published to every replica still connected. */
+class SimSubscriber extends EventEmitter {
+  subscribe(): Promise<number> {
+    return Promise.resolve(1);
+  }
+}
+
+export class SimStore {
+  #state = empty();
+  readonly #startAt: number;
+  /** Every write since the last flush, for the state a failover's new primary holds. */
+  #journal: { at: number; apply: (state: State) => void }[] = [];
+  readonly #connections: SimConnection[] = [];
+  readonly #subscribers: SimSubscriber[] = [];
+  readonly #faults: readonly StoreFault[];
+
+  constructor(replicas: number, faults: readonly StoreFault[], startAt: number) {
+    this.#faults = faults;
+    this.#startAt = startAt;
+    for (let i = 0; i < replicas; i++) {
+      this.#connections.push(new SimConnection(this, i));
+      this.#subscribers.push(new SimSubscriber());
+    }
+    for (const fault of faults) {
+      const at = startAt + fault.at;
+      setTimeout(() => this.#begin(fault), Math.max(0, at - Date.now()));
+      if (fault.kind !== 'flush') setTimeout(() => this.#end(fault), Math.max(0, at + fault.forMs - Date.now()));
+    }
+  }
+
+  /** What replica `index` uses: its connection, its subscriber, and the budget's commands over them. */
+  replica(index: number) {
+    return {
+      client: this.#connections[index] as SimConnection,
+      subscriber: this.#subscribers[index] as SimSubscriber,
+      backend: (tag: string, channel: string) => this.#backend(index, tag, channel),
+    };
+  }
+
+  #begin(fault: StoreFault): void {
+    if (fault.kind === 'partition') this.#connections[fault.replica]?.drop();
+    if (fault.kind === 'failover') {
+      for (const connection of this.#connections) connection.drop();
+      // The new primary: what was written up to the lag before, replayed.
+      const kept = this.#journal.filter((write) => write.at <= Date.now() - FAILOVER_LAG_MS);
+      this.#state = empty();
+      for (const write of kept) write.apply(this.#state);
+      this.#journal = kept;
+    }
+    if (fault.kind === 'flush') {
+      this.#state = empty();
+      this.#journal = [];
+    }
+  }
+
+  #end(fault: StoreFault): void {
+    if (fault.kind === 'partition') this.#connections[fault.replica]?.heal();
+    if (fault.kind === 'failover') for (const connection of this.#connections) connection.heal();
+  }
+
+  #active(kind: StoreFault['kind'], at: number, replica?: number): StoreFault | undefined {
+    return this.#faults.find(
+      (f) => f.kind === kind && (replica === undefined || f.replica === replica) && at >= f.at && at < f.at + f.forMs,
+    );
+  }
+
+  /** Runs `command` for replica `index` as Redis would over its connection, faults and all. */
+  exec<T>(index: number, command: (state: State) => T): Promise<T> {
+    const startAt = this.#startAt;
+    const connection = this.#connections[index] as SimConnection;
+    if (connection.status !== 'ready') return Promise.reject(new Error('Connection is closed.'));
+    const issued = Date.now();
+    const drops = connection.drops;
+    const stall = this.#active('stall', issued - startAt);
+    const runAt = stall === undefined ? issued : startAt + stall.at + stall.forMs;
+    const replyLost = this.#active('lost-reply', issued - startAt, index) !== undefined;
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const timeout = setTimeout(() => {
+        settled = true;
+        reject(new Error('Command timed out'));
+      }, COMMAND_TIMEOUT_MS);
+      setTimeout(() => {
+        const result = this.#write(command);
+        if (replyLost) return;
+        setTimeout(() => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timeout);
+          if (connection.drops !== drops) reject(new Error('Connection is closed.'));
+          else resolve(result);
+        }, RTT_MS);
+      }, runAt - issued);
+    });
+  }
+
+  #write<T>(command: (state: State) => T): T {
+    let result: T | undefined;
+    const apply = (state: State) => {
+      result = command(state);
+    };
+    apply(this.#state);
+    this.#journal.push({ at: Date.now(), apply });
+    return result as T;
+  }
+
+  #key(state: State, keyId: string): Key {
+    let key = state.keys.get(keyId);
+    if (key === undefined) {
+      key = { budget: model.newBudget(), tags: new Map(), waiting: false };
+      state.keys.set(keyId, key);
+    }
+    return key;
+  }
+
+  /** Tells the other replicas still connected that a key someone waits on was answered. */
+  #tell(key: Key, keyId: string, channel: string): void {
+    if (!key.waiting) return;
+    key.waiting = false;
+    setTimeout(() => {
+      this.#subscribers.forEach((subscriber, i) => {
+        if (this.#connections[i]?.status === 'ready') subscriber.emit('message', channel, keyId);
+      });
+    }, RTT_MS);
+  }
+
+  #backend(index: number, tag: string, channel: string): BudgetBackend {
+    return {
+      reserve: (keyId, plan, now) =>
+        this.exec(index, (state): Planned => {
+          const key = this.#key(state, keyId);
+          const planned = model.reserve(key.budget, plan, now);
+          if (!('seq' in planned)) {
+            if (planned.room.wait === 'answer') key.waiting = true;
+            return { ok: false, seq: 0, room: planned.room, used: 0 };
+          }
+          if (plan.windows.length > 0) key.tags.set(planned.seq, tag);
+          return { ok: true, seq: planned.seq, room: planned.room, used: planned.used };
+        }),
+      answer: (keyId, seq, said, now, plan) =>
+        this.exec(index, (state): Recorded => {
+          const key = this.#key(state, keyId);
+          // The Lua ends a request in flight only for the replica that planned it (f<seq>@<tag>): for
+          // another's, it stays counted (a stand-in keeps the count while the model takes it off).
+          const others = key.budget.inflight.has(seq) && key.tags.get(seq) !== tag;
+          if (others) key.budget.inflight.add(-seq);
+          const pauseMs = model.answer(key.budget, plan, seq, said, now);
+          if (others) {
+            key.budget.inflight.delete(-seq);
+            key.budget.inflight.add(seq);
+          } else key.tags.delete(seq);
+          this.#tell(key, keyId, channel);
+          return { pauseMs, room: model.room(key.budget, plan, now), view: model.view(key.budget, plan, now) };
+        }),
+      release: (keyId, seq, now, plan) =>
+        this.exec(index, (state) => {
+          const key = this.#key(state, keyId);
+          if (key.tags.get(seq) === tag) model.release(key.budget, seq);
+          key.tags.delete(seq);
+          this.#tell(key, keyId, channel);
+          return model.room(key.budget, plan, now);
+        }),
+      reconcile: (keyId, pausedUntil, sent) =>
+        this.exec(index, (state) => {
+          const { budget, tags } = this.#key(state, keyId);
+          budget.pausedUntil = Math.max(budget.pausedUntil, pausedUntil);
+          budget.log.push(...sent);
+          budget.log.sort((a, b) => a - b);
+          for (const [seq, owner] of tags) {
+            if (owner !== tag) continue;
+            budget.inflight.delete(seq);
+            tags.delete(seq);
+          }
+          budget.gate = undefined;
+        }),
+      forget: (keyId) =>
+        this.exec(index, (state) => {
+          state.keys.delete(keyId);
+        }),
+      beat: (id, now, leaseMs, awayMs) =>
+        this.exec(index, (state): Member => {
+          state.beats.set(id, now);
+          let alive = 0;
+          let away = 0;
+          for (const [other, at] of state.beats) {
+            if (at <= now - awayMs) state.beats.delete(other);
+            else if (at >= now - leaseMs) alive++;
+            else away++;
+          }
+          return { alive, away };
+        }),
+    };
+  }
+}
