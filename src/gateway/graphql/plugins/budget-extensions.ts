@@ -4,8 +4,9 @@
  * sent; answers shared or cached cost 0), as Shopify's `extensions.cost` does, and
  * `extensions.rateLimit` (the tightest window as far as the gateway knows it: the configured one
  * from its own sends, or the upstream's last word when it has less left; `resetAt` only when
- * something is known to be spent), and, when a field was answered from an earlier answer because
- * the upstream could not be asked, `extensions.stale: [{ path, ageSeconds }]`.
+ * something is known to be spent; none for a key the upstream refused: no budget exists for a key
+ * that does not), and, when a field was answered from an earlier answer because the upstream could
+ * not be asked, `extensions.stale: [{ path, ageSeconds }]`.
  */
 
 import type { GatewayContext } from '../context.js';
@@ -24,15 +25,21 @@ export function budgetExtensions(): RequestHooks<GatewayContext> {
       // for a metadata-only request (introspection, _service).
       if (response.body.kind !== 'single' || !contextValue?.key) return;
       const { operation } = contextValue;
+      const { errors } = response.body.singleResult;
+      const refused = errors?.some((error) => error.extensions?.code === 'UNAUTHENTICATED') ?? false;
       const budget = contextValue.budget();
       response.body.singleResult.extensions = {
         ...response.body.singleResult.extensions,
-        rateLimit: {
-          limit: budget.limit,
-          remaining: budget.remaining,
-          used: budget.used,
-          ...(budget.resetAt === undefined ? {} : { resetAt: isoOf(budget.resetAt) }),
-        },
+        ...(refused
+          ? {}
+          : {
+              rateLimit: {
+                limit: budget.limit,
+                remaining: budget.remaining,
+                used: budget.used,
+                ...(budget.resetAt === undefined ? {} : { resetAt: isoOf(budget.resetAt) }),
+              },
+            }),
         cost: { estimatedUpstreamRequests: operation.estimated, actualUpstreamRequests: operation.sent },
         ...(contextValue.stale.length === 0 ? {} : { stale: contextValue.stale }),
       };

@@ -185,11 +185,11 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     if (room !== undefined && room.free <= 0) wakeAt(key, room.until);
   }
 
-  /** Clients of the key that asked within the plan's smallest window. */
+  /** Clients of the key with a request waiting, or that asked within the plan's smallest window. */
   function active(key: Key): number {
     const since = now() - (options.window?.windowMs ?? 0);
     let count = 0;
-    for (const at of key.seen.values()) if (at > since) count++;
+    for (const [clientId, at] of key.seen) if (at > since || key.clients.has(clientId)) count++;
     return count;
   }
 
@@ -278,7 +278,10 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
       );
       waiter.signal?.addEventListener('abort', onAbort, { once: true });
 
-      const schedule = (front: boolean) => {
+      // Its priority: the client's requests waiting before it (0-9), so clients take turns; kept
+      // when it is refused after all and waits again.
+      const priority = Math.min(9, key.clients.get(waiter.clientId) ?? 0);
+      const schedule = () => {
         const mine = key.clients.get(waiter.clientId) ?? 0;
         key.clients.set(waiter.clientId, mine + 1);
         key.queued++;
@@ -304,8 +307,8 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
             key.room = asked.room;
             // Planned after its caller was answered (the store was slow): given back, never sent.
             if (asked.ok) giveBack(asked.value);
-            // Refused after all (another replica took the room): at the front again.
-            else if (open) schedule(true);
+            // Refused after all (another replica took the room): it waits again.
+            else if (open) schedule();
             return void grant(key);
           }
           close();
@@ -314,7 +317,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
           await new Promise<void>((end) => resolve(admission(waiter.keyId, key, asked.value, end)));
         };
         limiterOf(key)
-          .schedule({ priority: front ? 0 : Math.min(9, mine) }, job)
+          .schedule({ priority }, job)
           .catch((error: unknown) => {
             // Only bottleneck itself can fail here (the job's own errors went to its caller).
             options.onError?.(error);
@@ -322,7 +325,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
           });
         grant(key);
       };
-      schedule(false);
+      schedule();
     });
   }
 
