@@ -289,6 +289,24 @@ describe('with PERSISTED_DOCUMENTS_ONLY=true', () => {
     expect(byGet.body.data).toBeDefined();
   });
 
+  it('refuses an extensions.persistedQuery of the wrong shape with BAD_REQUEST saying so, not as an unlisted hash', async () => {
+    const response = await expectRefusedAtDoor(
+      stack,
+      () => post(stack, { extensions: { persistedQuery: { version: 1, sha256Hash: 42 } } }),
+      'BAD_REQUEST',
+      400,
+    );
+    expect(response.body.errors?.[0]?.message).toBe(
+      "extensions.persistedQuery.sha256Hash must be the document's SHA-256 as 64 hex digits; got a number",
+    );
+    await expectRefusedAtDoor(
+      stack,
+      () => get(stack, { extensions: JSON.stringify({ persistedQuery: [] }) }),
+      'BAD_REQUEST',
+      400,
+    );
+  });
+
   it('answers an unknown documentId PERSISTED_QUERY_NOT_IN_LIST, and counts against no key', async () => {
     const used = async () =>
       (
