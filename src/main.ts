@@ -3,10 +3,18 @@
  * configured, and serve the gateway. The only place that reads the environment or picks ports.
  */
 
+import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { Tracer } from '@opentelemetry/api';
-import { ConfigError, type LandingPage, parseConfig, type TracingConfig } from './config.js';
+import {
+  ConfigError,
+  type LandingPage,
+  type PersistedDocumentsConfig,
+  parseConfig,
+  type TracingConfig,
+} from './config.js';
 import type { Logger } from './gateway/observability/logger.js';
 import type { GatewayHandle } from './gateway/server.js';
 import { heapGrowingFlag } from './heap.js';
@@ -52,6 +60,8 @@ function fail(message: string): never {
 }
 
 let embedded: PetstoreHandle | undefined;
+/** The typed client example's manifest, when the embedded demo serves it. */
+let demoDocuments: PersistedDocumentsConfig | undefined;
 if (config.petstoreBaseUrl === undefined) {
   if (config.production && !config.demo) {
     fail(
@@ -60,7 +70,14 @@ if (config.petstoreBaseUrl === undefined) {
   }
   // No upstream configured: front an in-process reference store on a free port, so Sandbox works with no setup.
   embedded = await startPetstore({ port: 0, seed: demoCatalogue() });
-  config = Object.freeze({ ...config, petstoreBaseUrl: embedded.url, apiKey: config.apiKey ?? DEMO_KEY });
+  // So that `npm run example:client -- --persisted` works against `npm start` as the README shows.
+  if (config.persistedDocuments === undefined) demoDocuments = exampleDocuments();
+  config = Object.freeze({
+    ...config,
+    petstoreBaseUrl: embedded.url,
+    apiKey: config.apiKey ?? DEMO_KEY,
+    persistedDocuments: config.persistedDocuments ?? demoDocuments,
+  });
 }
 
 const tracing = config.tracing ? await startTracing(config.tracing, logger) : undefined;
@@ -137,6 +154,8 @@ console.log(
     : `Upstream: ${config.petstoreBaseUrl}`,
 );
 console.log(`Server key: ${keyInUse}`);
+const documents = persistedDocumentsLine();
+if (documents) console.log(documents);
 if (config.tracing) {
   console.log(
     `Tracing: spans exported over OTLP/HTTP as service ${config.tracing.serviceName} (OTEL_EXPORTER_OTLP_* endpoint)`,
@@ -159,6 +178,30 @@ const explorers: Partial<Record<LandingPage, string>> = {
 };
 const explorer = explorers[config.landingPage];
 if (explorer) console.log(`Open ${gateway.url} in a browser for ${explorer}.`);
+
+/**
+ * The typed client example's manifest (examples/client/), served beside freeform documents by the
+ * embedded demo when no PERSISTED_DOCUMENTS is set; undefined where the example is not installed
+ * (a production install keeps only dist/, schema/ and node_modules).
+ */
+function exampleDocuments(): PersistedDocumentsConfig | undefined {
+  const path = fileURLToPath(new URL('../examples/client/__generated__/persisted-documents.json', import.meta.url));
+  return existsSync(path) ? { path, only: false } : undefined;
+}
+
+/** The start-up line about trusted documents: how many are served, from where, and whether only they run. */
+function persistedDocumentsLine(): string | undefined {
+  const served = config.persistedDocuments;
+  const count = gateway.persistedDocuments;
+  if (served === undefined || count === undefined) return undefined;
+  const listed = `${count} document${count === 1 ? '' : 's'}`;
+  if (served === demoDocuments) {
+    return `Persisted documents: ${listed} of the typed client example (npm run example:client -- --persisted); freeform documents run too (demo only; set PERSISTED_DOCUMENTS for your own)`;
+  }
+  return served.only
+    ? `Persisted documents: ${listed} from ${served.path}; safelisting on (PERSISTED_DOCUMENTS_ONLY=true): no other document runs`
+    : `Persisted documents: ${listed} from ${served.path}; safelisting off: freeform documents run too (PERSISTED_DOCUMENTS_ONLY=true refuses them)`;
+}
 
 /**
  * OpenTelemetry, when an OTLP endpoint is configured: a tracer provider that exports batches of

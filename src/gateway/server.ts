@@ -38,6 +38,8 @@ export interface GatewayHandle {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
   readonly url: string;
   readonly port: number;
+  /** How many documents the persisted-documents manifest lists; undefined: none is served. */
+  readonly persistedDocuments: number | undefined;
   close(): Promise<void>;
 }
 
@@ -89,6 +91,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${edge.port}/graphql`,
     port: edge.port,
+    persistedDocuments: edge.persistedDocuments,
     async close() {
       // Every request whose bytes have arrived is answered before anything below it closes.
       await edge.close();

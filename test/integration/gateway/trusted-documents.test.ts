@@ -215,6 +215,27 @@ describe('with a manifest (PERSISTED_DOCUMENTS)', () => {
   });
 });
 
+describe('without a manifest', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(() => stack.close());
+
+  it('answers a documentId PERSISTED_QUERY_NOT_IN_LIST saying it serves none, and how to start it so', async () => {
+    const id = Object.keys(clientManifest)[0] as string;
+    const response = await expectRefusedAtDoor(
+      stack,
+      () => post(stack, { documentId: id }),
+      'PERSISTED_QUERY_NOT_IN_LIST',
+      404,
+    );
+    expect(response.body.errors?.[0]?.message).toBe(
+      `Persisted query '${id}' not found: this gateway serves no persisted documents; start it with PERSISTED_DOCUMENTS=<path of a persisted-documents manifest> (npm run codegen writes one)`,
+    );
+  });
+});
+
 describe('with PERSISTED_DOCUMENTS_ONLY=true', () => {
   let stack: Stack;
   const lines: string[] = [];

@@ -27,7 +27,8 @@ import type { Manifest } from './manifest.js';
 export type DocumentKind = 'freeform' | 'persisted' | 'refused';
 
 export interface TrustedDocumentsOptions {
-  readonly manifest: Manifest;
+  /** Undefined: the gateway serves none (no PERSISTED_DOCUMENTS), and an id's refusal says so. */
+  readonly manifest: Manifest | undefined;
   /** PERSISTED_DOCUMENTS_ONLY. */
   readonly only: boolean;
   /** Told the kind of every GraphQL request that names a document. */
@@ -72,14 +73,15 @@ const PREFIX = 'sha256:';
 export function createTrustedDocuments(options: TrustedDocumentsOptions): TrustedDocuments {
   const { manifest, only, count } = options;
   // Hashes are lowercase hex in the manifest; a client may write them in capitals.
-  const listed = (hash: string) => manifest.byHash.get(hash) ?? manifest.byHash.get(hash.toLowerCase());
+  const listed = (hash: string) => manifest?.byHash.get(hash) ?? manifest?.byHash.get(hash.toLowerCase());
+  const notListed = (id: string) => refuse(persistedQueryNotInList(id, manifest !== undefined));
 
   function judge(query: unknown, documentId: unknown, extensions: unknown): Verdict {
     if (documentId !== undefined && documentId !== null) {
       if (typeof documentId !== 'string') return refuse(badRequest('documentId must be a string'));
       const hex = documentId.startsWith(PREFIX) ? documentId.slice(PREFIX.length) : documentId;
       const document = listed(hex);
-      if (document === undefined) return refuse(persistedQueryNotInList(documentId));
+      if (document === undefined) return notListed(documentId);
       // Which would run? Apollo Router refuses the pair too (CANNOT_SEND_PQ_ID_AND_BODY).
       if (query !== undefined && query !== null) return refuse(badRequest('send a documentId or a query, not both'));
       return { kind: 'persisted', query: document };
@@ -92,7 +94,7 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
       if (malformed !== undefined) return refuse(badRequest(malformed));
       const hash = (persisted as { sha256Hash: string }).sha256Hash;
       const document = listed(hash);
-      if (document === undefined) return only ? refuse(persistedQueryNotInList(hash)) : FREEFORM;
+      if (document === undefined) return only ? notListed(hash) : FREEFORM;
       // Apollo Server's own answer to a hash that is not the query's, unchanged.
       if (query !== undefined && query !== null && query !== document) {
         return refuse(badRequest('provided sha does not match query'));
@@ -100,7 +102,7 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
       return { kind: 'persisted', query: document };
     }
     if (typeof query !== 'string') return PASS;
-    if (only && !manifest.documents.has(query)) return refuse(queryNotInSafelist());
+    if (only && !manifest?.documents.has(query)) return refuse(queryNotInSafelist());
     return FREEFORM;
   }
 
