@@ -124,6 +124,7 @@ function onSignal(signal: NodeJS.Signals): void {
 }
 
 async function shutdown(signal: NodeJS.Signals): Promise<void> {
+  const began = Date.now();
   logger.info({ signal, graceMs: config.drainGraceMs }, 'shutting down');
   setTimeout(() => {
     logger.error('shutdown overran its deadline; exiting');
@@ -135,6 +136,12 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
   if (tracing && !(await tracing.shutdown(TRACES_FLUSH_MS))) {
     logger.warn({ ms: TRACES_FLUSH_MS }, 'OpenTelemetry: the last spans were not exported in time; dropped');
   }
+  const closed = [
+    'the upstream pool',
+    ...(config.redis ? ['Redis'] : []),
+    ...(embedded ? ['the embedded Pet Store'] : []),
+  ];
+  logger.info({ ms: Date.now() - began, code: 0 }, `stopped: ${closed.join(', ')} closed; exiting`);
   logger.flush();
   process.exit(0);
 }

@@ -13,7 +13,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import { createCors } from './cors.js';
-import { createDrain } from './drain.js';
+import { createDrain, type DrainReport } from './drain.js';
 import { answerWhileStarting, createHttpHandler } from './http.js';
 import type { SharedExecutions } from './shared-executions.js';
 import { createTrustedDocuments, type DocumentKind } from './trusted-documents/door.js';
@@ -54,7 +54,7 @@ export interface Edge {
   /** Starts answering GraphQL; until then every request but /health is a 503 with Retry-After. */
   serve(options: ServeOptions): void;
   /** Drains: every request whose bytes have arrived is answered, within `drainGraceMs`. */
-  close(): Promise<void>;
+  close(): Promise<DrainReport>;
 }
 
 /**
@@ -141,8 +141,8 @@ export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = conf
         trustedDocuments,
       });
     },
-    async close() {
-      await drain.drain(config.drainGraceMs);
+    close() {
+      return drain.drain(config.drainGraceMs);
     },
   };
 }
