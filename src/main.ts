@@ -35,12 +35,13 @@ try {
 }
 // Loaded only once the configuration is known to be good: loading Apollo Server, graphql-js and
 // the rest takes seconds on a busy machine, and a bad setting is reported without waiting for it.
-const [{ createLogger }, { createGateway }, { demoCatalogue }, { DEMO_KEY, startPetstore }] = await Promise.all([
-  import('./gateway/observability/logger.js'),
-  import('./gateway/server.js'),
-  import('./petstore/seed.js'),
-  import('./petstore/start.js'),
-]);
+const [{ closeLogger, createLogger }, { createGateway }, { demoCatalogue }, { DEMO_KEY, startPetstore }] =
+  await Promise.all([
+    import('./gateway/observability/logger.js'),
+    import('./gateway/server.js'),
+    import('./petstore/seed.js'),
+    import('./petstore/start.js'),
+  ]);
 const logger = createLogger(config.logLevel);
 /** After the drain (SHUTDOWN_GRACE): time to close the upstream pool, Redis and the embedded store, and send the last spans. */
 const CLOSE_AFTER_DRAIN_MS = 5_000;
@@ -142,7 +143,7 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
     ...(embedded ? ['the embedded Pet Store'] : []),
   ];
   logger.info({ ms: Date.now() - began, code: 0 }, `stopped: ${closed.join(', ')} closed; exiting`);
-  logger.flush();
+  await closeLogger(logger);
   process.exit(0);
 }
 // Before the ready line: a supervisor may stop the gateway the moment it says it is ready (and
