@@ -532,6 +532,9 @@ function duration(env: Env, name: string, fallback: string, minimum = 0): number
   return ms;
 }
 
+/** The largest count of one PETSTORE_RATE_LIMITS window: the nine digits it has always accepted, far above any plan. */
+export const MAX_RATE_COUNT = 999_999_999;
+
 function parseRateLimits(env: Env, plan: Plan): readonly RateWindow[] {
   const raw = value(env, 'PETSTORE_RATE_LIMITS');
   if (raw === undefined) {
@@ -545,8 +548,14 @@ function parseRateLimits(env: Env, plan: Plan): readonly RateWindow[] {
   const pairs = raw.split(',').map((part): [number, number] => {
     const [count, window, extra] = part.trim().split('/');
     const windowMs = window === undefined ? undefined : parseDuration(/^[0-9]/.test(window) ? window : `1${window}`);
-    const valid = extra === undefined && /^[0-9]{1,9}$/.test(count ?? '') && Number(count) >= 1;
+    const valid = extra === undefined && /^[0-9]+$/.test(count ?? '') && Number(count) >= 1;
     if (!valid || windowMs === undefined || windowMs < 1) throw new ConfigError(accepts);
+    // The format is right and only the number is not: saying the format again would not help.
+    if (Number(count) > MAX_RATE_COUNT) {
+      throw new ConfigError(
+        `PETSTORE_RATE_LIMITS count ${count} is too large: at most ${MAX_RATE_COUNT} requests per window (or off)`,
+      );
+    }
     return [Number(count), windowMs];
   });
   return windows(...pairs.sort((a, b) => a[1] - b[1]));

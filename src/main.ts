@@ -3,10 +3,18 @@
  * configured, and serve the gateway. The only place that reads the environment or picks ports.
  */
 
+import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { Tracer } from '@opentelemetry/api';
-import { ConfigError, type LandingPage, parseConfig, type TracingConfig } from './config.js';
+import {
+  ConfigError,
+  type LandingPage,
+  type PersistedDocumentsConfig,
+  parseConfig,
+  type TracingConfig,
+} from './config.js';
 import type { Logger } from './gateway/observability/logger.js';
 import type { GatewayHandle } from './gateway/server.js';
 import { heapGrowingFlag } from './heap.js';
@@ -27,12 +35,13 @@ try {
 }
 // Loaded only once the configuration is known to be good: loading Apollo Server, graphql-js and
 // the rest takes seconds on a busy machine, and a bad setting is reported without waiting for it.
-const [{ createLogger }, { createGateway }, { demoCatalogue }, { DEMO_KEY, startPetstore }] = await Promise.all([
-  import('./gateway/observability/logger.js'),
-  import('./gateway/server.js'),
-  import('./petstore/seed.js'),
-  import('./petstore/start.js'),
-]);
+const [{ closeLogger, createLogger }, { createGateway }, { demoCatalogue }, { DEMO_KEY, startPetstore }] =
+  await Promise.all([
+    import('./gateway/observability/logger.js'),
+    import('./gateway/server.js'),
+    import('./petstore/seed.js'),
+    import('./petstore/start.js'),
+  ]);
 const logger = createLogger(config.logLevel);
 /** After the drain (SHUTDOWN_GRACE): time to close the upstream pool, Redis and the embedded store, and send the last spans. */
 const CLOSE_AFTER_DRAIN_MS = 5_000;
@@ -52,6 +61,8 @@ function fail(message: string): never {
 }
 
 let embedded: PetstoreHandle | undefined;
+/** The typed client example's manifest, when the embedded demo serves it. */
+let demoDocuments: PersistedDocumentsConfig | undefined;
 if (config.petstoreBaseUrl === undefined) {
   if (config.production && !config.demo) {
     fail(
@@ -60,7 +71,14 @@ if (config.petstoreBaseUrl === undefined) {
   }
   // No upstream configured: front an in-process reference store on a free port, so Sandbox works with no setup.
   embedded = await startPetstore({ port: 0, seed: demoCatalogue() });
-  config = Object.freeze({ ...config, petstoreBaseUrl: embedded.url, apiKey: config.apiKey ?? DEMO_KEY });
+  // So that `npm run example:client -- --persisted` works against `npm start` as the README shows.
+  if (config.persistedDocuments === undefined) demoDocuments = exampleDocuments();
+  config = Object.freeze({
+    ...config,
+    petstoreBaseUrl: embedded.url,
+    apiKey: config.apiKey ?? DEMO_KEY,
+    persistedDocuments: config.persistedDocuments ?? demoDocuments,
+  });
 }
 
 const tracing = config.tracing ? await startTracing(config.tracing, logger) : undefined;
@@ -107,6 +125,7 @@ function onSignal(signal: NodeJS.Signals): void {
 }
 
 async function shutdown(signal: NodeJS.Signals): Promise<void> {
+  const began = Date.now();
   logger.info({ signal, graceMs: config.drainGraceMs }, 'shutting down');
   setTimeout(() => {
     logger.error('shutdown overran its deadline; exiting');
@@ -118,7 +137,13 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
   if (tracing && !(await tracing.shutdown(TRACES_FLUSH_MS))) {
     logger.warn({ ms: TRACES_FLUSH_MS }, 'OpenTelemetry: the last spans were not exported in time; dropped');
   }
-  logger.flush();
+  const closed = [
+    'the upstream pool',
+    ...(config.redis ? ['Redis'] : []),
+    ...(embedded ? ['the embedded Pet Store'] : []),
+  ];
+  logger.info({ ms: Date.now() - began, code: 0 }, `stopped: ${closed.join(', ')} closed; exiting`);
+  await closeLogger(logger);
   process.exit(0);
 }
 // Before the ready line: a supervisor may stop the gateway the moment it says it is ready (and
@@ -137,6 +162,8 @@ console.log(
     : `Upstream: ${config.petstoreBaseUrl}`,
 );
 console.log(`Server key: ${keyInUse}`);
+const documents = persistedDocumentsLine();
+if (documents) console.log(documents);
 if (config.tracing) {
   console.log(
     `Tracing: spans exported over OTLP/HTTP as service ${config.tracing.serviceName} (OTEL_EXPORTER_OTLP_* endpoint)`,
@@ -159,6 +186,30 @@ const explorers: Partial<Record<LandingPage, string>> = {
 };
 const explorer = explorers[config.landingPage];
 if (explorer) console.log(`Open ${gateway.url} in a browser for ${explorer}.`);
+
+/**
+ * The typed client example's manifest (examples/client/), served beside freeform documents by the
+ * embedded demo when no PERSISTED_DOCUMENTS is set; undefined where the example is not installed
+ * (a production install keeps only dist/, schema/ and node_modules).
+ */
+function exampleDocuments(): PersistedDocumentsConfig | undefined {
+  const path = fileURLToPath(new URL('../examples/client/__generated__/persisted-documents.json', import.meta.url));
+  return existsSync(path) ? { path, only: false } : undefined;
+}
+
+/** The start-up line about trusted documents: how many are served, from where, and whether only they run. */
+function persistedDocumentsLine(): string | undefined {
+  const served = config.persistedDocuments;
+  const count = gateway.persistedDocuments;
+  if (served === undefined || count === undefined) return undefined;
+  const listed = `${count} document${count === 1 ? '' : 's'}`;
+  if (served === demoDocuments) {
+    return `Persisted documents: ${listed} of the typed client example (npm run example:client -- --persisted); freeform documents run too (demo only; set PERSISTED_DOCUMENTS for your own)`;
+  }
+  return served.only
+    ? `Persisted documents: ${listed} from ${served.path}; safelisting on (PERSISTED_DOCUMENTS_ONLY=true): no other document runs`
+    : `Persisted documents: ${listed} from ${served.path}; safelisting off: freeform documents run too (PERSISTED_DOCUMENTS_ONLY=true refuses them)`;
+}
 
 /**
  * OpenTelemetry, when an OTLP endpoint is configured: a tracer provider that exports batches of

@@ -3,9 +3,11 @@
  * embedded reference Pet Store), the adoptions subgraph that extends Pet, and a router in front of
  * both, serving the supergraph composed from supergraph.yaml. ROUTER=hive (default) runs Hive
  * Gateway as a child process (installed on demand); ROUTER=apollo runs @apollo/gateway in-process.
- * Ports: the router on PORT (default 4000) on every interface; the subgraphs on PORT + 1 and
- * PORT + 2 on 127.0.0.1 only, so clients reach them through the router. PET_LOOKUP and LOG_LEVEL
- * apply as usual.
+ * Ports: the router on PORT (default 4000) on HOST (default 127.0.0.1: it fronts the demo key, so
+ * serving the network is a choice, as for the gateway); the subgraphs on PORT + 1 and PORT + 2 on
+ * 127.0.0.1 only, so clients reach them through the router. PET_LOOKUP and LOG_LEVEL apply as usual.
+ * One SIGINT or SIGTERM to this process (or to `npm run`, which passes it on) stops all three and
+ * says so in a last line.
  */
 
 import { writeFileSync } from 'node:fs';
@@ -22,7 +24,6 @@ import { startRouter } from './router.js';
 import { composeSupergraph, readSupergraphConfig } from './supergraph.js';
 
 const SUBGRAPH_HOST = '127.0.0.1';
-const ROUTER_HOST = '0.0.0.0';
 const SUPERGRAPH_YAML = fileURLToPath(new URL('./supergraph.yaml', import.meta.url));
 const SUPERGRAPH_FILE = fileURLToPath(new URL('./supergraph.graphql', import.meta.url));
 
@@ -35,10 +36,17 @@ const router = process.env.ROUTER ?? 'hive';
 if (router !== 'hive' && router !== 'apollo') fail('ROUTER must be hive or apollo');
 const port = Number(process.env.PORT ?? 4000);
 if (!Number.isInteger(port) || port < 1 || port > 65_533) fail('PORT must be an integer from 1 to 65533');
+let routerHost: string;
+try {
+  // The gateway's own reading of HOST: the same default and the same accepted values.
+  routerHost = parseConfig({ HOST: process.env.HOST }).host;
+} catch (error) {
+  fail((error as Error).message);
+}
 
 // All three ports are checked before anything starts, so a taken one is one line, not a half-started example.
 for (const [candidate, host] of [
-  [port, ROUTER_HOST],
+  [port, routerHost],
   [port + 1, SUBGRAPH_HOST],
   [port + 2, SUBGRAPH_HOST],
 ] as const) {
@@ -49,13 +57,16 @@ if (router === 'hive') await ensureHiveGateway((line) => console.log(line));
 
 const stops: (() => Promise<void>)[] = [];
 let stopping = false;
-async function shutdown(code: number): Promise<void> {
+async function shutdown(code: number, why?: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  if (why) console.log(`example:federation: ${why}: the router, both subgraphs and the Pet Store are stopped`);
   process.exit(code);
 }
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void shutdown(0));
+// on(), not once(): Ctrl-C under npm delivers SIGINT twice (from the terminal, and passed on by
+// npm), and a second one with no handler left would kill this process before Hive Gateway is stopped.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(0, signal));
 
 try {
   const store = await startPetstore({ port: 0, seed: demoCatalogue() });
@@ -91,10 +102,11 @@ try {
     const hive = await startHiveRouter({
       supergraphFile: SUPERGRAPH_FILE,
       port,
-      host: ROUTER_HOST,
+      host: routerHost,
       env: process.env,
       logLevel: hiveLogLevel(config.logLevel),
-      onLine: (line) => console.error(`[hive-gateway] ${line}`),
+      // Hive Gateway writes an empty line as it stops.
+      onLine: (line) => line.trim() && console.error(`[hive-gateway] ${line}`),
     });
     stops.push(() => hive.close());
     void hive.exited.then(() => {
@@ -104,10 +116,10 @@ try {
     });
     console.log(`Router (Hive Gateway, pid ${hive.pid}) ready at ${hive.url}`);
   } else {
-    const apollo = await startRouter({ port, host: ROUTER_HOST, logger, supergraphSdl });
+    const apollo = await startRouter({ port, host: routerHost, logger, supergraphSdl });
     stops.push(() => apollo.close());
     // Apollo Server serves any path; /graphql keeps the URL the same as Hive Gateway's.
-    console.log(`Router (@apollo/gateway) ready at http://localhost:${port}/graphql`);
+    console.log(`Router (@apollo/gateway) ready at ${new URL('graphql', apollo.url)}`);
   }
 } catch (error) {
   if (error instanceof PortInUseError || (error as NodeJS.ErrnoException).code === 'EADDRINUSE') {

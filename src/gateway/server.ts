@@ -38,6 +38,9 @@ export interface GatewayHandle {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
   readonly url: string;
   readonly port: number;
+  /** How many documents the persisted-documents manifest lists; undefined: none is served. */
+  readonly persistedDocuments: number | undefined;
+  /** Drains (and logs what it did), then closes Apollo Server and the upstream: its pool, Redis. */
   close(): Promise<void>;
 }
 
@@ -89,9 +92,13 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${edge.port}/graphql`,
     port: edge.port,
+    persistedDocuments: edge.persistedDocuments,
     async close() {
       // Every request whose bytes have arrived is answered before anything below it closes.
-      await edge.close();
+      const drained = await edge.close();
+      // Shutdown said "shutting down" and then nothing for up to SHUTDOWN_GRACE: this says it got through.
+      if (drained.cut > 0) logger.warn(drained, 'drained: requests still unanswered at SHUTDOWN_GRACE were cut');
+      else logger.info(drained, 'drained: every request that had arrived was answered');
       await graphql.close();
       await upstream.close();
     },

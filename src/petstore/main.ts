@@ -28,7 +28,8 @@ const store = await startPetstore({
 console.log(`Pet Store listening at ${store.url} (${store.catalogue.size} demo pets)`);
 // Only the built-in demo key is printed: keys from PETSTORE_KEYS are secrets.
 console.log(keys ? `API keys: ${keys.size} from PETSTORE_KEYS` : `Demo API key (free plan): ${DEMO_KEY}`);
-console.log(`Try: curl -H 'Authorization: Bearer ${keys ? '<your key>' : DEMO_KEY}' ${store.url}/pets?limit=3`);
+// The URL quoted: a shell such as zsh takes an unquoted `?` for a glob and refuses the command.
+console.log(`Try: curl -H 'Authorization: Bearer ${keys ? '<your key>' : DEMO_KEY}' '${store.url}/pets?limit=3'`);
 
 // One stop for any number of signals: `npm run petstore` stopped with Ctrl-C, or by a signal to
 // its process group, gets the signal twice (npm forwards it too), and the second must not kill the

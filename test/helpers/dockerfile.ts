@@ -73,8 +73,8 @@ export interface ReplayedStage {
   readonly healthcheck: readonly string[] | undefined;
   /** CMD (exec form). */
   readonly cmd: readonly string[] | undefined;
-  /** Every RUN, with how long it took. */
-  readonly runs: readonly { command: string; ms: number }[];
+  /** Every RUN, with how long it took and the last 4,000 characters it wrote (stdout and stderr). */
+  readonly runs: readonly { command: string; ms: number; output: string }[];
 }
 
 export interface ReplayOptions {
@@ -102,7 +102,7 @@ export async function replayDockerfile(stages: readonly Stage[], options: Replay
       expose: [] as number[],
       healthcheck: undefined as string[] | undefined,
       cmd: undefined as string[] | undefined,
-      runs: [] as { command: string; ms: number }[],
+      runs: [] as { command: string; ms: number; output: string }[],
     };
     const inRoot = (path: string) => join(root, posix.resolve(workdir, path));
     for (const { op, args, line } of stage.instructions) {
@@ -129,8 +129,8 @@ export async function replayDockerfile(stages: readonly Stage[], options: Replay
         case 'RUN': {
           if (args.startsWith('[')) throw new Error(`${where}: only the shell form of RUN is replayed`);
           const started = Date.now();
-          await run(args, inRoot('.'), { ...options.baseEnv, ...env }, options.runTimeoutMs, where);
-          replayed.runs.push({ command: args, ms: Date.now() - started });
+          const output = await run(args, inRoot('.'), { ...options.baseEnv, ...env }, options.runTimeoutMs, where);
+          replayed.runs.push({ command: args, ms: Date.now() - started, output });
           break;
         }
         case 'USER':
@@ -189,7 +189,7 @@ function execForm(args: string, where: string): string[] {
 }
 
 function run(command: string, cwd: string, env: Record<string, string>, timeoutMs: number, where: string) {
-  return new Promise<void>((resolve, reject) => {
+  return new Promise<string>((resolve, reject) => {
     const child = spawn('/bin/sh', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const collect = (chunk: Buffer) => {
@@ -202,7 +202,7 @@ function run(command: string, cwd: string, env: Record<string, string>, timeoutM
     child.once('error', reject);
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      if (code === 0) resolve();
+      if (code === 0) resolve(output);
       else reject(new Error(`${where}: \`${command}\` failed (${signal ?? code}):\n${output}`));
     });
   });

@@ -9,13 +9,19 @@
  * it changes nothing and shows the headers the router really sent to the subgraph. The gateway does
  * not itself pass `traceparent` on to the Pet Store, so the trace test observes the router → subgraph
  * hop, which is the router's part of the job.
+ *
+ * And the example as its README runs it, `npm run example:federation`: the router on loopback, and one
+ * SIGINT to npm's pid stopping npm, the example and its Hive Gateway child (here, where Hive Gateway
+ * is known to be installed: a second install running beside this file's would share its folder).
  */
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type SubgraphHandle, startAdoptionsSubgraph } from '../../examples/federation/adoptions.js';
 import {
   ensureHiveGateway,
@@ -30,10 +36,11 @@ import {
 } from '../../examples/federation/supergraph.js';
 import { demoCatalogue } from '../../src/petstore/seed.js';
 import { gql } from '../helpers/gql.js';
-import { freePort } from '../helpers/processes.js';
+import { descendants, freePort, killTree, type Started, startUntil, waitGone } from '../helpers/processes.js';
 import { type RecordingProxy, startRecordingProxy } from '../helpers/recording-proxy.js';
 import { type Stack, startStack, TEST_KEY } from '../helpers/start-stack.js';
 
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SUPERGRAPH_YAML = fileURLToPath(new URL('../../examples/federation/supergraph.yaml', import.meta.url));
 /** A first install downloads about 750 packages: one to three minutes on a busy 2-core machine. */
 const INSTALL_TIMEOUT_MS = 300_000;
@@ -250,6 +257,78 @@ describe('through Hive Gateway', () => {
     expect(rateLimit.remaining).toBeLessThan(100_000);
   });
 });
+
+describe('npm run example:federation', () => {
+  let npm: Started | undefined;
+  afterEach(async () => {
+    if (npm !== undefined) await killTree(npm.pid);
+    npm = undefined;
+  });
+
+  it(
+    'binds the router to loopback, and one SIGINT to npm stops npm, the example and Hive Gateway, with a last line',
+    async () => {
+      const port = await freeTriple();
+      npm = await startUntil('npm', ['run', 'example:federation'], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port) },
+        ready: /Router \(Hive Gateway, pid (\d+)\) ready at (\S+)/,
+        timeoutMs: START_TIMEOUT_MS,
+        // Its own group, as under a terminal: the signal below goes to npm's pid alone all the same.
+        detached: true,
+      });
+      expect(npm.ready[2]).toBe(`http://127.0.0.1:${port}/graphql`);
+      expect(await listeningOn(port)).toEqual(['127.0.0.1']);
+      expect((await gql(npm.ready[2] as string, '{ featuredPets { id } }')).body.errors).toBeUndefined();
+      const below = await descendants(npm.pid);
+      expect(below).toContain(Number(npm.ready[1]));
+
+      process.kill(npm.pid, 'SIGINT');
+      const stillRunning = new Promise((resolve) => setTimeout(() => resolve('still running after 20 s'), 20_000));
+      expect(await Promise.race([npm.exited, stillRunning])).toEqual({ code: 0, signal: null });
+      await waitGone(below, 15_000);
+      expect(npm.output().trim().split('\n').at(-1)).toBe(
+        'example:federation: SIGINT: the router, both subgraphs and the Pet Store are stopped',
+      );
+      expect(await listeningOn(port)).toEqual([]);
+    },
+    START_TIMEOUT_MS + 30_000,
+  );
+});
+
+/** A port whose next two are free too (the example takes PORT, PORT + 1 and PORT + 2). */
+async function freeTriple(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port > 65_533) continue;
+    const free = await Promise.all([port + 1, port + 2].map((next) => isFree(next)));
+    if (free.every(Boolean)) return port;
+  }
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '0.0.0.0', () => probe.close(() => resolve(true)));
+  });
+}
+
+/** The addresses something listens on at `port` (IPv4, from /proc/net/tcp): '0.0.0.0' is every interface. */
+async function listeningOn(port: number): Promise<string[]> {
+  const table = await readFile('/proc/net/tcp', 'utf8');
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  return table
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([, local, , state]) => state === '0A' && local?.endsWith(`:${hex}`))
+    .map(([, local]) => {
+      const address = (local as string).slice(0, 8);
+      // Little-endian hex: 0100007F is 127.0.0.1.
+      return [6, 4, 2, 0].map((at) => Number.parseInt(address.slice(at, at + 2), 16)).join('.');
+    });
+}
 
 /** Hive Gateway reports the port it was given, so it gets a real free one; a port taken in between is retried. */
 async function startOnFreePort(supergraphFile: string): Promise<HiveRouterHandle> {

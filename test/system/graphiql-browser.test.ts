@@ -2,8 +2,9 @@
  * The landing pages in a real browser, offline: headless Chromium opens them with every request
  * outside loopback refused. GraphiQL loads under its Content-Security-Policy with no violation, a
  * query is typed into the editor and run, and the result pane shows the pets. Sandbox, whose
- * script cannot come from Apollo's CDN, shows the fallback that says GraphiQL works offline, and
- * its inline script and styles run under the gateway's policy (their hashes are right).
+ * script cannot come from Apollo's CDN, shows the fallback that says GraphiQL works offline (its
+ * tab titled with the gateway's name), and its inline script and styles run under the gateway's
+ * policy (their hashes are right).
  * Screenshots land in artifacts/browser/ (not committed). Skipped, saying why, where Chromium is
  * not installed.
  */
@@ -134,7 +135,7 @@ describe.skipIf(missing !== undefined)(
       await stack?.close();
     });
 
-    it('says that LANDING_PAGE=graphiql works offline, and runs its inline script and styles under the policy', async () => {
+    it("says that LANDING_PAGE=graphiql works offline under the gateway's name, and runs its inline script and styles under the policy", async () => {
       const response = await page.goto(stack.gateway.url, { waitUntil: 'networkidle' });
       expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
       // The fallback fades in after a second (Apollo's own style, which the policy must let apply).
@@ -151,6 +152,8 @@ describe.skipIf(missing !== undefined)(
       expect(text).toContain('GraphiQL works offline');
       expect(text).toContain('LANDING_PAGE=graphiql');
       expect(text).not.toContain('you might be offline');
+      // The tab names the gateway, not Apollo Server.
+      expect(await page.title()).toBe('Pet Store GraphQL gateway');
       // The inline script ran (under both Apollo's nonce and the gateway's hash): it got as far as
       // calling the embed that never loaded.
       expect(pageErrors.join('\n')).toMatch(/EmbeddedSandbox is not a constructor/);

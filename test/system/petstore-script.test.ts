@@ -2,7 +2,8 @@
  * `npm run petstore` as a person or a supervisor runs it: the real npm and the package's script,
  * the store from src/. Stopped through npm (SIGTERM to npm alone, as a process manager does) or by
  * a signal to its whole process group (Ctrl-C in a terminal), it exits 0 and leaves no process
- * behind: no tsx, node or esbuild still serving or holding the port.
+ * behind: no tsx, node or esbuild still serving or holding the port. The command it prints to try
+ * runs in any shell as printed (its URL quoted).
  */
 
 import { fileURLToPath } from 'node:url';
@@ -34,11 +35,14 @@ describe('npm run petstore', () => {
     started = await startUntil('npm', ['run', '--silent', 'petstore'], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0' },
-      ready: /Pet Store listening at (\S+)/,
+      ready: /^Try: .*\n/m,
       timeoutMs: 30_000,
       detached: true,
     });
-    const url = started.ready[1] as string;
+    const url = /Pet Store listening at (\S+)/.exec(started.output())?.[1] as string;
+    expect(started.ready[0].trim()).toBe(
+      `Try: curl -H 'Authorization: Bearer petstore-demo-key' '${url}/pets?limit=3'`,
+    );
     expect(
       (await fetch(`${url}/pets?limit=1`, { headers: { authorization: 'Bearer petstore-demo-key' } })).status,
     ).toBe(200);

@@ -144,6 +144,12 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
     ]);
   });
 
+  it('installs without a warning: no engine a dependency refuses, no install script allowScripts leaves undecided', () => {
+    const install = build.runs[0]?.output ?? '';
+    expect(install).toMatch(/added \d+ packages/);
+    expect(install.split('\n').filter((line) => /EBADENGINE|install-scripts/.test(line))).toEqual([]);
+  });
+
   it('keeps in the runtime stage only what node dist/main.js reads, and no development dependency', async () => {
     expect((await readdir(runtime.workdir)).sort()).toEqual(['dist', 'node_modules', 'package.json', 'schema']);
     const manifest = JSON.parse(await readFile(join(context, 'package.json'), 'utf8')) as {

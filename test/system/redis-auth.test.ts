@@ -2,15 +2,17 @@
  * Credentials in each Redis mode: one server, a Cluster (3+3) and Sentinel (primary, replica, 3
  * sentinels), real redis-server processes on free ports stopped by their pids, each given a password
  * once running (CONFIG SET requirepass and masterauth; the sentinels told with SENTINEL SET auth-pass).
- * With REDIS_PASSWORD the budget store reaches Redis and agrees on the cursor secret; without it the
- * gateway refuses to start. TLS is not exercised here (it needs certificates made for the test).
+ * With REDIS_PASSWORD the budget store reaches Redis and agrees on the cursor secret; without it, or
+ * with a wrong one, the gateway refuses to start, saying what Redis answered (NOAUTH, WRONGPASS) and
+ * never the password. TLS is not exercised here (it needs certificates made for the test).
  */
 
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig, type RedisTarget } from '../../src/config.js';
+import { ConfigError, parseConfig, type RedisTarget } from '../../src/config.js';
 import { createLogger } from '../../src/gateway/observability/logger.js';
+import { createGateway } from '../../src/gateway/server.js';
 import { SharedBudgetStore } from '../../src/gateway/upstream/limits/shared-budget.js';
 import { createRedisConnection } from '../../src/gateway/upstream/redis-connection.js';
 import { type RedisHa, type RedisServer, startRedis, startRedisCluster, startRedisSentinel } from '../helpers/redis.js';
@@ -64,13 +66,39 @@ async function reaches(env: Record<string, string>): Promise<boolean> {
   }
 }
 
+/** The one line a gateway on `env` refuses to start with (a ConfigError, as main.ts prints it). */
+async function refusal(env: Record<string, string>): Promise<string> {
+  const config = parseConfig({ PORT: '0', PETSTORE_BASE_URL: 'http://127.0.0.1:9/v1', LOG_LEVEL: 'silent', ...env });
+  const started = await createGateway(config, { host: '127.0.0.1', redisPrefix: 'auth-refusal' }).then(
+    async (gateway) => {
+      await gateway.close();
+      return 'started';
+    },
+    (error: unknown) => error,
+  );
+  expect(started).toBeInstanceOf(ConfigError);
+  return (started as ConfigError).message;
+}
+
 describe.each([
-  ['one server', () => ({ REDIS_URL: single.url })],
-  ['a Redis Cluster', () => cluster.env],
-  ['Redis behind Sentinel', () => sentinel.env],
-])('Redis credentials on %s', (_mode, env) => {
+  ['one server', 'REDIS_URL', () => ({ REDIS_URL: single.url })],
+  ['a Redis Cluster', 'REDIS_CLUSTER_NODES', () => cluster.env],
+  ['Redis behind Sentinel', 'REDIS_SENTINELS', () => sentinel.env],
+])('Redis credentials on %s', (_mode, variable, env) => {
   it('reach Redis with REDIS_PASSWORD, and not without it', async () => {
     expect(await reaches({ ...env(), REDIS_PASSWORD: PASSWORD })).toBe(true);
     expect(await reaches(env())).toBe(false);
+  }, 20_000);
+
+  it('refuse to start without the password, or with a wrong one, saying what Redis answered and not the password', async () => {
+    const wrong = 'not-the-password-of-this-redis';
+    const [missing, mistaken] = await Promise.all([refusal(env()), refusal({ ...env(), REDIS_PASSWORD: wrong })]);
+    expect(missing).toBe(
+      `${variable}: Redis answered "NOAUTH Authentication required." at start; check REDIS_USERNAME and REDIS_PASSWORD`,
+    );
+    expect(mistaken).toBe(
+      `${variable}: Redis answered "WRONGPASS invalid username-password pair or user is disabled." at start; check REDIS_USERNAME and REDIS_PASSWORD`,
+    );
+    expect(mistaken).not.toContain(wrong);
   }, 20_000);
 });

@@ -3,7 +3,8 @@
  * src/main.ts`) given `rediss://` and REDIS_PASSWORD reaches a redis-server that speaks TLS only on
  * that port and requires the password, shares its state there, and says so on /ready. Without the
  * password, or without trusting the server's CA (a certificate made for the test by openssl, trusted
- * through NODE_EXTRA_CA_CERTS), it refuses to start in one line: the certificate is verified.
+ * through NODE_EXTRA_CA_CERTS), it refuses to start in one line: the certificate is verified. TLS
+ * asked of a server without it (or the other way round) is refused in one line saying just that.
  * Cluster and Sentinel take the same TLS and credential options through the same connection
  * factory; their credentials are tested in redis-auth.test.ts, their TLS is not exercised here.
  */
@@ -11,17 +12,22 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { expectOneLineFailure, MAIN, READY, ROOT, runToExit } from '../helpers/entry-point.js';
 import { killTree, type Started, startUntil } from '../helpers/processes.js';
-import { type RedisTls, startRedisTls } from '../helpers/redis.js';
+import { type RedisServer, type RedisTls, startRedis, startRedisTls } from '../helpers/redis.js';
 
 const PASSWORD = 'a-tls-test-password-of-some-length';
 let redis: RedisTls;
+/** A Redis without TLS, for rediss:// pointed at the wrong server. */
+let plain: RedisServer;
 let started: Started | undefined;
 
 beforeAll(async () => {
-  redis = await startRedisTls(PASSWORD);
+  await Promise.all([
+    startRedisTls(PASSWORD).then((started) => (redis = started)),
+    startRedis().then((started) => (plain = started)),
+  ]);
 }, 60_000);
 afterAll(async () => {
-  await redis?.close();
+  await Promise.all([redis?.close(), plain?.stop()]);
 });
 afterEach(async () => {
   if (started !== undefined) await killTree(started.pid);
@@ -59,12 +65,42 @@ describe('Redis over TLS with a password (rediss://, REDIS_PASSWORD)', () => {
   }, 40_000);
 
   it('refuses to start without the password', async () => {
-    expectOneLineFailure(await runToExit(env({ NODE_EXTRA_CA_CERTS: redis.caFile })), /REDIS_URL/);
+    expectOneLineFailure(
+      await runToExit(env({ NODE_EXTRA_CA_CERTS: redis.caFile })),
+      /^gateway: REDIS_URL: Redis answered "NOAUTH Authentication required\." at start; check REDIS_USERNAME and REDIS_PASSWORD$/m,
+    );
   }, 40_000);
 
-  it("refuses to start when the server's certificate is not trusted", async () => {
+  it("refuses to start when the server's certificate is not trusted, saying so", async () => {
     const run = await runToExit(env({ REDIS_PASSWORD: PASSWORD }));
-    expectOneLineFailure(run, /REDIS_URL/);
+    expectOneLineFailure(
+      run,
+      /^gateway: REDIS_URL: TLS said "self-signed certificate in certificate chain" at start; the server's certificate is not trusted \(NODE_EXTRA_CA_CERTS names a CA to trust\)$/m,
+    );
+    expect(`${run.stdout}${run.stderr}`).not.toContain(PASSWORD);
+  }, 40_000);
+
+  it('refuses to start with rediss:// to a Redis without TLS, saying that is what it is', async () => {
+    const run = await runToExit(env({ REDIS_URL: `rediss://127.0.0.1:${plain.port}`, REDIS_PASSWORD: PASSWORD }));
+    expectOneLineFailure(
+      run,
+      new RegExp(
+        `^gateway: REDIS_URL: no TLS session with 127\\.0\\.0\\.1:${plain.port} at start: the server there speaks Redis without TLS; use redis:// instead of rediss://, or turn TLS on in Redis$`,
+        'm',
+      ),
+    );
+    expect(`${run.stdout}${run.stderr}`).not.toContain(PASSWORD);
+  }, 40_000);
+
+  it('refuses to start with redis:// to a port that speaks TLS only, saying so', async () => {
+    const run = await runToExit(env({ REDIS_URL: `redis://127.0.0.1:${redis.tlsPort}`, REDIS_PASSWORD: PASSWORD }));
+    expectOneLineFailure(
+      run,
+      new RegExp(
+        `^gateway: REDIS_URL: 127\\.0\\.0\\.1:${redis.tlsPort} answered with TLS at start, and the gateway spoke Redis without it; use rediss:// instead of redis://$`,
+        'm',
+      ),
+    );
     expect(`${run.stdout}${run.stderr}`).not.toContain(PASSWORD);
   }, 40_000);
 });

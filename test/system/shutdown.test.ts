@@ -221,6 +221,15 @@ describe('graceful shutdown of src/main.ts', () => {
       expect(exit).toEqual({ code: 0, signal: null });
       expect(Date.now() - signalled).toBeLessThan(EXIT_WITHIN_MS);
       expect(main.output()).toContain(`"signal":"${signal}"`);
+      // After "shutting down", the log says what the drain did and that the process exits.
+      const logged = logLines(main.output());
+      const from = logged.findIndex((line) => line.msg === 'shutting down');
+      expect(
+        logged.slice(from + 1).map(({ msg, inFlightAtSignal, cut, code }) => ({ msg, inFlightAtSignal, cut, code })),
+      ).toEqual([
+        { msg: 'drained: every request that had arrived was answered', inFlightAtSignal: 1, cut: 0, code: undefined },
+        { msg: 'stopped: the upstream pool closed; exiting', inFlightAtSignal: undefined, cut: undefined, code: 0 },
+      ]);
       await expect(gql(main.url, '{ pets { nodes { id } } }')).rejects.toThrow();
     },
     60_000,
@@ -365,6 +374,14 @@ describe('shutdown with the default configuration, against an upstream that answ
     }
   }, 60_000);
 });
+
+/** The JSON log lines of an output, parsed; the banner's plain lines are left out. */
+function logLines(output: string): Record<string, unknown>[] {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
 
 /** Sends GET `path` on an open keep-alive socket; resolves with the raw answer's status line and headers. */
 function rawGet(socket: Socket, path: string): Promise<string> {

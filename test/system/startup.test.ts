@@ -1,7 +1,8 @@
 /**
  * Starting the gateway: the real entry point (`node --import tsx src/main.ts`) refuses a setting a
  * person can fix with exactly one line on stderr naming it, and exit code 1, never a stack trace; an
- * upstream that does not answer is said in one line, and the gateway starts anyway. In process,
+ * upstream that does not answer is said in one line, and the gateway starts anyway. A Redis setting
+ * that names the wrong kind of server is refused saying what the server answered. In process,
  * `/ready` answers 503 while start-up waits for Redis, and 200 once it has answered.
  *
  * The Redis that does not answer is a real redis-server stopped with SIGSTOP: it accepts TCP
@@ -15,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
+import { ConfigError, parseConfig } from '../../src/config.js';
 import { createGateway, type GatewayHandle } from '../../src/gateway/server.js';
 import { type PetstoreHandle, startPetstore } from '../../src/petstore/start.js';
 import { expectOneLineFailure, lines, MAIN, READY, ROOT, runToExit } from '../helpers/entry-point.js';
@@ -85,10 +86,16 @@ describe('start-up errors of src/main.ts', () => {
     expect((await fetch(new URL('/ready', url))).status).toBe(200);
   });
 
-  it('says in one line that REDIS_URL does not answer, and exits 1', async () => {
+  it('says in one line that REDIS_URL does not answer, and why, and exits 1', async () => {
     const port = await freePort();
     const run = await runToExit({ PORT: '0', REDIS_URL: `redis://127.0.0.1:${port}` });
-    expectOneLineFailure(run, /REDIS_URL did not answer within 3 s at start/);
+    expectOneLineFailure(
+      run,
+      new RegExp(
+        `^gateway: REDIS_URL did not answer within 3 s at start \\(connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\); start Redis, or unset REDIS_URL$`,
+        'm',
+      ),
+    );
     expect(run.stdout).not.toMatch(READY);
   });
 
@@ -114,6 +121,47 @@ describe('start-up errors of src/main.ts', () => {
     });
     const body = (await answer.json()) as { errors?: { extensions?: { code?: string } }[] };
     expect(body.errors?.[0]?.extensions?.code).toBe('UPSTREAM_UNAVAILABLE');
+  });
+});
+
+describe('a Redis Cluster or Sentinel setting that names a plain Redis server', () => {
+  let redis: RedisServer | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(() => redis?.stop());
+
+  /** The ConfigError's message a gateway on `env` refuses to start with. */
+  async function refusal(env: Record<string, string>): Promise<unknown> {
+    const config = parseConfig({ PORT: '0', PETSTORE_BASE_URL: 'http://127.0.0.1:9/v1', LOG_LEVEL: 'silent', ...env });
+    return createGateway(config, { host: '127.0.0.1' }).then(
+      async (gateway) => {
+        await gateway.close();
+        return 'started';
+      },
+      (error: unknown) => (error instanceof ConfigError ? error.message : error),
+    );
+  }
+
+  it('refuses to start, saying what that server answered: not a Cluster node, not a sentinel', async () => {
+    const address = `127.0.0.1:${(redis as RedisServer).port}`;
+    const [cluster, sentinel] = await Promise.all([
+      refusal({ REDIS_CLUSTER_NODES: address }),
+      refusal({ REDIS_SENTINELS: address, REDIS_SENTINEL_MASTER: 'gateway' }),
+    ]);
+    expect(cluster).toBe(
+      'REDIS_CLUSTER_NODES: Redis answered "ERR This instance has cluster support disabled" at start; it is not a Redis Cluster node (for one server, set REDIS_URL instead)',
+    );
+    expect(sentinel).toBe(
+      `REDIS_SENTINELS: Redis answered "ERR unknown command 'sentinel', with args beginning with: 'get-master-addr-by-name' 'gateway'" at start; it is not a sentinel (REDIS_SENTINELS lists the sentinels, on port 26379 by default, not Redis servers)`,
+    );
+  });
+
+  it('refuses to start with REDIS_TLS=true, saying the server speaks Redis without TLS', async () => {
+    const address = `127.0.0.1:${(redis as RedisServer).port}`;
+    expect(await refusal({ REDIS_CLUSTER_NODES: address, REDIS_TLS: 'true' })).toBe(
+      `REDIS_CLUSTER_NODES: no TLS session with ${address} at start: the server there speaks Redis without TLS; set REDIS_TLS=false, or turn TLS on in Redis`,
+    );
   });
 });
 

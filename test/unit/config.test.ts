@@ -281,6 +281,17 @@ describe('PETSTORE_PLAN and PETSTORE_RATE_LIMITS', () => {
     },
   );
 
+  it('says a count over the largest accepted is too large, naming that largest, not the format', () => {
+    expect(parseConfig({ PETSTORE_RATE_LIMITS: '999999999/1m' }).rateLimits).toEqual([
+      { count: 999_999_999, windowMs: MINUTE },
+    ]);
+    for (const value of ['1000000000/1m', '60/1s,1000000000/1m', '00000000000000000000001000000000/1d']) {
+      expect(configError({ PETSTORE_RATE_LIMITS: value }).message).toBe(
+        `PETSTORE_RATE_LIMITS count ${value.split(',').at(-1)?.split('/')[0]} is too large: at most 999999999 requests per window (or off)`,
+      );
+    }
+  });
+
   // BUG (src/config.ts parseRateLimits): each entry is split on '/' and only the first two parts are read,
   // so "60/1m/1d" is taken as 60/1m and the "/1d" is silently dropped instead of refused.
   it('refuses "60/1m/1d" naming PETSTORE_RATE_LIMITS', () => {

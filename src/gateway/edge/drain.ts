@@ -19,8 +19,19 @@ export interface Drain {
   readonly inFlight: number;
   /** Counts a request in until its response is finished or its connection closed. */
   track(response: ServerResponse): void;
-  /** Drains within `graceMs`; resolves when every connection is closed. */
-  drain(graceMs: number): Promise<void>;
+  /** Drains within `graceMs`; resolves, once every connection is closed, with what it did. */
+  drain(graceMs: number): Promise<DrainReport>;
+}
+
+/** What a drain did, for the log line that says shutdown got this far. */
+export interface DrainReport {
+  /** Requests being answered when the drain began. */
+  readonly inFlightAtSignal: number;
+  /** Responses finished while draining (those in flight, and 503s to requests that came after). */
+  readonly answered: number;
+  /** Requests still unanswered at the end of the grace period, whose connections were closed. */
+  readonly cut: number;
+  readonly ms: number;
 }
 
 /** How long nothing new may start before idle sockets are closed: longer than reading a request already sent. */
@@ -57,6 +68,7 @@ export function createDrain(server: Server, options: DrainOptions = {}): Drain {
   const freeSlots: number[] = [];
   let lastStarted = 0;
   let settled: (() => void) | undefined;
+  let answered = 0;
 
   /**
    * Waits until the connections queued at the signal are accepted (or dropped past
@@ -93,6 +105,7 @@ export function createDrain(server: Server, options: DrainOptions = {}): Drain {
       response.on('close', () => {
         if (closed) return;
         closed = true;
+        if (draining && response.writableFinished) answered++;
         inFlight--;
         answering[slot] = undefined;
         freeSlots.push(slot);
@@ -100,8 +113,10 @@ export function createDrain(server: Server, options: DrainOptions = {}): Drain {
       });
     },
     async drain(graceMs) {
-      if (draining) return;
+      const started = Date.now();
+      if (draining) return { inFlightAtSignal: inFlight, answered: 0, cut: 0, ms: 0 };
       draining = true;
+      const inFlightAtSignal = inFlight;
       // Answers still to be written close their connection after them.
       for (const response of answering) if (response?.headersSent === false) response.setHeader('Connection', 'close');
       const deadline = Date.now() + graceMs;
@@ -124,9 +139,17 @@ export function createDrain(server: Server, options: DrainOptions = {}): Drain {
         settled = undefined;
       }
       server.closeIdleConnections();
-      const forced = setTimeout(() => server.closeAllConnections(), Math.max(0, deadline - Date.now()));
+      let cut = 0;
+      const forced = setTimeout(
+        () => {
+          cut = inFlight;
+          server.closeAllConnections();
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       await closed;
       clearTimeout(forced);
+      return { inFlightAtSignal, answered, cut, ms: Date.now() - started };
     },
   };
 }

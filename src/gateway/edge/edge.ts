@@ -13,11 +13,11 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import { createCors } from './cors.js';
-import { createDrain } from './drain.js';
+import { createDrain, type DrainReport } from './drain.js';
 import { answerWhileStarting, createHttpHandler } from './http.js';
 import type { SharedExecutions } from './shared-executions.js';
 import { createTrustedDocuments, type DocumentKind } from './trusted-documents/door.js';
-import { EMPTY_MANIFEST, loadManifest } from './trusted-documents/manifest.js';
+import { loadManifest } from './trusted-documents/manifest.js';
 
 export type EdgeConfig = Pick<
   Config,
@@ -49,10 +49,12 @@ export interface ServeOptions {
 export interface Edge {
   /** The port listened on (config.port, or the one picked for 0). */
   readonly port: number;
+  /** How many documents the persisted-documents manifest lists; undefined: none is served. */
+  readonly persistedDocuments: number | undefined;
   /** Starts answering GraphQL; until then every request but /health is a 503 with Retry-After. */
   serve(options: ServeOptions): void;
   /** Drains: every request whose bytes have arrived is answered, within `drainGraceMs`. */
-  close(): Promise<void>;
+  close(): Promise<DrainReport>;
 }
 
 /**
@@ -62,7 +64,7 @@ export interface Edge {
 export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = config.host): Promise<Edge> {
   const { logger, metrics } = deps;
   // Without a manifest every documentId is unknown (PERSISTED_QUERY_NOT_IN_LIST) and the rest is as before.
-  const manifest = config.persistedDocuments ? loadManifest(config.persistedDocuments.path) : EMPTY_MANIFEST;
+  const manifest = config.persistedDocuments ? loadManifest(config.persistedDocuments.path) : undefined;
   const kinds: Record<DocumentKind, { inc(): void }> = {
     freeform: metrics.documentRequests.labels('freeform'),
     persisted: metrics.documentRequests.labels('persisted'),
@@ -111,6 +113,7 @@ export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = conf
 
   return {
     port,
+    persistedDocuments: manifest?.byHash.size,
     serve({ graphql, context, executions, tracing, redis }) {
       handle = createHttpHandler({
         apollo: graphql.apollo,
@@ -138,8 +141,8 @@ export async function createEdge(config: EdgeConfig, deps: EdgeDeps, host = conf
         trustedDocuments,
       });
     },
-    async close() {
-      await drain.drain(config.drainGraceMs);
+    close() {
+      return drain.drain(config.drainGraceMs);
     },
   };
 }

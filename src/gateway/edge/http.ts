@@ -96,6 +96,12 @@ export function createHttpHandler<TContext extends BaseContext = GatewayContext>
     }
     if (url.pathname === '/metrics' && options.metrics) return serveMetrics(req, res, options.metrics);
     if (options.serveAsset?.(req, res, url.pathname)) return;
+    if (url.pathname === '/favicon.ico') {
+      // Browsers ask for it beside every page (GraphiQL's links none): nothing to show, and no
+      // 404 to fill their console and the access log. A day's caching keeps them from asking again.
+      res.writeHead(204, { 'Cache-Control': 'public, max-age=86400' }).end();
+      return;
+    }
     if (url.pathname !== '/graphql' && url.pathname !== '/graphql/') {
       return sendJson(res, 404, { errors: [{ message: 'Not found: GraphQL is served at /graphql' }] });
     }

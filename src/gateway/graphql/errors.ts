@@ -121,11 +121,16 @@ const MAX_ECHOED_ID = 80;
 /**
  * A document id (`documentId`, or an APQ hash under PERSISTED_DOCUMENTS_ONLY) the manifest does not
  * list. Apollo Router's code, message and status (404, since its PR #4887): the id names nothing here.
+ * Without a manifest at all (`served` false) the message says so, and how to serve one: the client
+ * is then not wrong, the gateway is started without what it needs.
  */
-export function persistedQueryNotInList(id: string): GatewayError {
+export function persistedQueryNotInList(id: string, served = true): GatewayError {
+  const quoted = `'${id.slice(0, MAX_ECHOED_ID)}'`;
   return new GatewayError(
     ErrorCode.PERSISTED_QUERY_NOT_IN_LIST,
-    `Persisted query '${id.slice(0, MAX_ECHOED_ID)}' not found in the persisted query list`,
+    served
+      ? `Persisted query ${quoted} not found in the persisted query list`
+      : `Persisted query ${quoted} not found: this gateway serves no persisted documents; start it with PERSISTED_DOCUMENTS=<path of a persisted-documents manifest> (npm run codegen writes one)`,
     {},
     404,
   );

@@ -146,8 +146,8 @@ export const MAX_ERROR_MESSAGE = 500;
 
 /**
  * The spec's Error body, when a body is one, with `secret` (the API key the request carried) cut
- * out of its text. Each string is scrubbed whole and only then cut to length (DESIGN.md section 3):
- * cut first, a key that began near the end would be left whole enough to find but short enough to
+ * out of its text. Each string is scrubbed whole and only then cut to length (the README's Errors
+ * table, `upstream`): cut first, a key that began near the end would be left whole enough to find but short enough to
  * pass; scrubbed first, what the cut may split is a `[redacted]` mark, never a key.
  */
 export function toErrorBody(text: string, secret: string): UpstreamErrorBody | undefined {

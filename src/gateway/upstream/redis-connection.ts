@@ -9,8 +9,15 @@
  * serves from the process. Connections come back by themselves: ioredis reconnects one server and a
  * Sentinel-found primary (asking the sentinels again, so a failover is followed), and a Cluster
  * refreshes its slot map when a node is lost or answers MOVED.
+ *
+ * A connection that has not served says why in the one line that refuses start-up (startFailure):
+ * what Redis (or TLS) said and what it means, never a credential. Every such mistake (a wrong
+ * password, TLS to a plain server, a Cluster or Sentinel list naming a plain server) used to read
+ * "did not answer within 3 s", which sent operators to start a Redis that was running.
  */
 
+import { connect, isIP } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { RedisTarget } from '../../config.js';
 
@@ -19,6 +26,11 @@ export interface RedisConnection {
   readonly client: RedisClient;
   /** Every primary (one outside a Cluster): what a SCAN over all keys must visit. */
   primaries(): Redis[];
+  /**
+   * Why this connection has not served, as the one line that refuses start-up, `variable` being
+   * the setting that chose the mode: what Redis (or TLS) said last, never a credential.
+   */
+  startFailure(variable: string): Promise<string>;
   close(): void;
 }
 
@@ -92,7 +104,17 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
       clusterOptions,
     );
   }
-  client.on('error', () => {}); // each user reports an outage once, as it meets it
+  // Each user reports an outage once, as it meets it; the last error is kept for startFailure(),
+  // but not one that closing the connection causes.
+  let lastError: Error | undefined;
+  let closed = false;
+  client.on('error', (error: Error) => {
+    // ioredis's own refusal of a command while disconnected says nothing of why it is.
+    if (!closed && !/^Stream isn't writeable|^Connection is closed/.test(error.message)) lastError = error;
+  });
+  client.on('ready', () => {
+    lastError = undefined;
+  });
 
   const primaries = (): Redis[] => (client instanceof Cluster ? client.nodes('master') : [client]);
   const primary = (): string => {
@@ -123,8 +145,108 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
   return {
     client,
     primaries,
+    startFailure: (variable) => describeStartFailure(target, variable, lastError),
     close() {
+      closed = true;
       client.disconnect();
     },
   };
+}
+
+/** What the words of Redis (or of TLS) mean for the operator, and what to change. */
+const ANSWERS: readonly [RegExp, 'Redis answered' | 'TLS said', string][] = [
+  [/^(WRONGPASS|NOAUTH)|invalid (username-)?password/i, 'Redis answered', 'check REDIS_USERNAME and REDIS_PASSWORD'],
+  [
+    /cluster support disabled/i,
+    'Redis answered',
+    'it is not a Redis Cluster node (for one server, set REDIS_URL instead)',
+  ],
+  [
+    /unknown command .sentinel/i,
+    'Redis answered',
+    'it is not a sentinel (REDIS_SENTINELS lists the sentinels, on port 26379 by default, not Redis servers)',
+  ],
+  [/certificate/i, 'TLS said', "the server's certificate is not trusted (NODE_EXTRA_CA_CERTS names a CA to trust)"],
+];
+
+/**
+ * The start-up refusal for `target`: Redis's last answer and what it means; else a server that
+ * speaks Redis without TLS where TLS was asked for, or TLS only where it was not (a handshake with
+ * the wrong kind fails in several ways, none of which says so: the server is asked); else that it
+ * did not answer, with the connection's last error.
+ */
+async function describeStartFailure(target: RedisTarget, variable: string, error: Error | undefined): Promise<string> {
+  // A Cluster reports the node's error inside its own; ioredis's Sentinel connector quotes the last sentinel's.
+  const cause = (error as { lastNodeError?: Error } | undefined)?.lastNodeError ?? error;
+  const said = cause && scrub(/Last error: (.+)$/s.exec(cause.message)?.[1] ?? cause.message, target);
+  const answer = said === undefined ? undefined : ANSWERS.find(([pattern]) => pattern.test(said));
+  if (answer !== undefined) return `${variable}: ${answer[1]} "${said}" at start; ${answer[2]}`;
+  const [host, port] = firstAddress(target);
+  if (target.tls && (await speaksPlainRedis(host, port))) {
+    const instead = target.mode === 'single' ? 'use redis:// instead of rediss://' : 'set REDIS_TLS=false';
+    return `${variable}: no TLS session with ${host}:${port} at start: the server there speaks Redis without TLS; ${instead}, or turn TLS on in Redis`;
+  }
+  if (!target.tls && (await speaksTls(host, port))) {
+    const instead = target.mode === 'single' ? 'use rediss:// instead of redis://' : 'set REDIS_TLS=true';
+    return `${variable}: ${host}:${port} answered with TLS at start, and the gateway spoke Redis without it; ${instead}`;
+  }
+  const why = said === undefined ? '' : ` (${said})`;
+  return `${variable} did not answer within 3 s at start${why}; start Redis, or unset ${variable}`;
+}
+
+/** Longest part of what Redis said that is repeated in the refusal. */
+const MAX_SAID = 200;
+
+/** `text` without the password (as configured, and as a URL carries it), cut to MAX_SAID. */
+function scrub(text: string, target: RedisTarget): string {
+  const url = target.mode === 'single' ? new URL(target.url) : undefined;
+  const secrets = [target.auth.password, url?.password, url?.password ? decodeURIComponent(url.password) : undefined];
+  let scrubbed = text.trim();
+  for (const secret of secrets) if (secret) scrubbed = scrubbed.split(secret).join('[redacted]');
+  return scrubbed.length > MAX_SAID ? `${scrubbed.slice(0, MAX_SAID)}…` : scrubbed;
+}
+
+/** The one server, or the first Cluster node or sentinel: where a refusal looks. */
+function firstAddress(target: RedisTarget): [host: string, port: number] {
+  if (target.mode === 'single') {
+    const url = new URL(target.url);
+    return [url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 6379)];
+  }
+  const [first] = target.mode === 'cluster' ? target.nodes : target.sentinels;
+  return [first?.host ?? '', first?.port ?? 0];
+}
+
+/** Whether `host:port` completes a TLS handshake (its certificate aside: only the protocol is asked). */
+function speaksTls(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host, port, rejectUnauthorized: false, servername: isIP(host) ? undefined : host });
+    const done = (tls: boolean) => {
+      socket.destroy();
+      resolve(tls);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once('secureConnect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('close', () => done(false));
+  });
+}
+
+/**
+ * Whether `host:port` answers a plain PING as Redis does ("+PONG", or an error such as "-NOAUTH"):
+ * a server without TLS there. A TLS handshake with one fails in more than one way (a timeout while
+ * Redis waits for the end of a line, a reset when it has read one), none of which says so.
+ */
+function speaksPlainRedis(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (plain: boolean) => {
+      socket.destroy();
+      resolve(plain);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('close', () => done(false));
+    socket.once('data', (chunk: Buffer) => done(chunk[0] === 0x2b || chunk[0] === 0x2d));
+    socket.write('PING\r\n');
+  });
 }

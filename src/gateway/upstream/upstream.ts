@@ -124,8 +124,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
       await shared.close();
       budgetConnection.close();
       subscriber?.close();
-      const variable = REDIS_VARIABLE[redis.mode];
-      throw new ConfigError(`${variable} did not answer within 3 s at start; start Redis, or unset ${variable}`);
+      throw new ConfigError(await budgetConnection.startFailure(REDIS_VARIABLE[redis.mode]));
     }
     metrics.redisUp.set({ mode: redis.mode }, 1);
     store = shared;

@@ -187,6 +187,25 @@ describe('the landing pages are served with a policy', () => {
     expect(policy.get('frame-src')).toContain('https://sandbox.embed.apollographql.com');
   });
 
+  it.each(['sandbox', 'production'] as const)(
+    "%s: titles Apollo's page with the gateway's name, not Apollo Server's",
+    async (page) => {
+      const html = await (await fetch(stacks[page].gateway.url, HTML)).text();
+      expect([...html.matchAll(/<title>([^<]*)<\/title>/g)].map(([, title]) => title)).toEqual([
+        'Pet Store GraphQL gateway',
+      ]);
+    },
+  );
+
+  it('answers the favicon a browser asks for beside any page with 204, cached for a day', async () => {
+    for (const page of ['graphiql', 'sandbox', 'production'] as const) {
+      const response = await fetch(new URL('/favicon.ico', stacks[page].gateway.url));
+      expect(response.status).toBe(204);
+      expect(response.headers.get('cache-control')).toBe('public, max-age=86400');
+      expect(await response.text()).toBe('');
+    }
+  });
+
   it('says on the Sandbox page, for when it cannot load, that LANDING_PAGE=graphiql works offline', async () => {
     const html = await (await fetch(stacks.sandbox.gateway.url, HTML)).text();
     const fallback = /<div class="fallback">([\s\S]*?)<\/div>/.exec(html)?.[1] ?? '';

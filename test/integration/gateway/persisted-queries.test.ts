@@ -2,11 +2,14 @@
  * Automatic persisted queries (Apollo Server's APQ, on by default): a client first sends only the
  * query's SHA-256, is told PERSISTED_QUERY_NOT_FOUND, sends the query with its hash once, and from
  * then on the hash alone runs it, by POST or by GET. A hash that is not the query's is refused with
- * BAD_REQUEST. Nothing is sent upstream for an operation that does not run.
+ * BAD_REQUEST, and so is an `extensions.persistedQuery` of the wrong shape, with a message saying
+ * what is wrong and no log line above debug (a client's mistake must not fill the log). Nothing is
+ * sent upstream for an operation that does not run.
  */
 
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createLogger } from '../../../src/gateway/observability/logger.js';
 import type { Pet } from '../../../src/petstore/store.js';
 import { errorCodes, type GqlResponse } from '../../helpers/gql.js';
 import { type Stack, startStack } from '../../helpers/start-stack.js';
@@ -16,9 +19,14 @@ const SEED: readonly Pet[] = [
   { id: 2n, name: 'Bo', categoryId: 2n, status: 'pending' },
 ];
 let stack: Stack;
+/** The gateway's log lines, every level. */
+const lines: string[] = [];
 
 beforeAll(async () => {
-  stack = await startStack({ store: { seed: SEED } });
+  stack = await startStack({
+    store: { seed: SEED },
+    gateway: { logger: createLogger('trace', { write: (line: string) => void lines.push(line) }) },
+  });
 });
 afterAll(async () => {
   await stack.close();
@@ -84,3 +92,67 @@ it('refuses a hash that is not the query’s with BAD_REQUEST, and sends nothing
   expect(response.body.errors?.[0]?.message).toBe('provided sha does not match query');
   expect(stack.count()).toBe(before);
 });
+
+it.each<[string, unknown, string]>([
+  [
+    '[]',
+    [],
+    'extensions.persistedQuery must be an object, { "version": 1, "sha256Hash": "<the document\'s SHA-256, 64 hex digits>" }; got an array',
+  ],
+  [
+    '"x"',
+    'x',
+    'extensions.persistedQuery must be an object, { "version": 1, "sha256Hash": "<the document\'s SHA-256, 64 hex digits>" }; got a string',
+  ],
+  [
+    '5',
+    5,
+    'extensions.persistedQuery must be an object, { "version": 1, "sha256Hash": "<the document\'s SHA-256, 64 hex digits>" }; got a number',
+  ],
+  [
+    'true',
+    true,
+    'extensions.persistedQuery must be an object, { "version": 1, "sha256Hash": "<the document\'s SHA-256, 64 hex digits>" }; got true',
+  ],
+  [
+    '{ version: 2 }',
+    { version: 2 },
+    'extensions.persistedQuery.version must be 1, the only version of automatic persisted queries; got 2',
+  ],
+  [
+    '{ version: "1" }',
+    { version: '1', sha256Hash: 'a'.repeat(64) },
+    'extensions.persistedQuery.version must be 1, the only version of automatic persisted queries; got a string',
+  ],
+  [
+    '{ version: 1 }',
+    { version: 1 },
+    "extensions.persistedQuery.sha256Hash must be the document's SHA-256 as 64 hex digits; got none",
+  ],
+  [
+    'a hash that is not hex',
+    { version: 1, sha256Hash: 'zz' },
+    "extensions.persistedQuery.sha256Hash must be the document's SHA-256 as 64 hex digits; got a string of 2 characters",
+  ],
+])(
+  'refuses extensions.persistedQuery %s with BAD_REQUEST saying what is wrong, by POST and GET, logging nothing above debug',
+  async (_name, persistedQuery, message) => {
+    const before = stack.count();
+    const logged = lines.length;
+    const url = new URL(stack.gateway.url);
+    url.searchParams.set('extensions', JSON.stringify({ persistedQuery }));
+    const get = await fetch(url, { headers: { 'apollo-require-preflight': 'true' } });
+    const responses = [
+      await post({ extensions: { persistedQuery } }),
+      await post({ query: '{ __typename }', extensions: { persistedQuery } }),
+      { status: get.status, headers: get.headers, body: (await get.json()) as GqlResponse['body'] },
+    ];
+    for (const response of responses) {
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] });
+    }
+    expect(stack.count()).toBe(before);
+    const levels = lines.slice(logged).map((line) => (JSON.parse(line) as { level: number }).level);
+    expect(levels.filter((level) => level > 20)).toEqual([]);
+  },
+);

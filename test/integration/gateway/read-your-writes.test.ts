@@ -1,10 +1,10 @@
 /**
- * A client reads its own writes (DESIGN.md section 8), against the reference store and real
- * redis-server processes: after a key's createPet has answered, nothing remembered (cached answers,
- * stale answers, pets learned from list pages, a complete scan's "absent") may answer for the world
- * before it, on the replica that wrote or on another one on the same Redis, after Redis lost the
- * write's invalidation or lost everything. Where the upstream cannot be reached, an error is better
- * than a remembered "absent".
+ * A client reads its own writes (the README's promise; docs/architecture.md, "Read your writes"),
+ * against the reference store and real redis-server processes: after a key's createPet has
+ * answered, nothing remembered (cached answers, stale answers, pets learned from list pages, a
+ * complete scan's "absent") may answer for the world before it, on the replica that wrote or on
+ * another one on the same Redis, after Redis lost the write's invalidation or lost everything.
+ * Where the upstream cannot be reached, an error is better than a remembered "absent".
  *
  * Faked: nothing. A partition between one replica and Redis is a TCP proxy on loopback that drops
  * that replica's connections and refuses new ones (test/helpers/tcp-proxy.ts); the other replica

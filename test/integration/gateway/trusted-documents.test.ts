@@ -215,6 +215,27 @@ describe('with a manifest (PERSISTED_DOCUMENTS)', () => {
   });
 });
 
+describe('without a manifest', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(() => stack.close());
+
+  it('answers a documentId PERSISTED_QUERY_NOT_IN_LIST saying it serves none, and how to start it so', async () => {
+    const id = Object.keys(clientManifest)[0] as string;
+    const response = await expectRefusedAtDoor(
+      stack,
+      () => post(stack, { documentId: id }),
+      'PERSISTED_QUERY_NOT_IN_LIST',
+      404,
+    );
+    expect(response.body.errors?.[0]?.message).toBe(
+      `Persisted query '${id}' not found: this gateway serves no persisted documents; start it with PERSISTED_DOCUMENTS=<path of a persisted-documents manifest> (npm run codegen writes one)`,
+    );
+  });
+});
+
 describe('with PERSISTED_DOCUMENTS_ONLY=true', () => {
   let stack: Stack;
   const lines: string[] = [];
@@ -287,6 +308,24 @@ describe('with PERSISTED_DOCUMENTS_ONLY=true', () => {
     const byGet = await get(stack, { extensions: JSON.stringify(apq(sha256(PETS))) });
     expect(byGet.status).toBe(200);
     expect(byGet.body.data).toBeDefined();
+  });
+
+  it('refuses an extensions.persistedQuery of the wrong shape with BAD_REQUEST saying so, not as an unlisted hash', async () => {
+    const response = await expectRefusedAtDoor(
+      stack,
+      () => post(stack, { extensions: { persistedQuery: { version: 1, sha256Hash: 42 } } }),
+      'BAD_REQUEST',
+      400,
+    );
+    expect(response.body.errors?.[0]?.message).toBe(
+      "extensions.persistedQuery.sha256Hash must be the document's SHA-256 as 64 hex digits; got a number",
+    );
+    await expectRefusedAtDoor(
+      stack,
+      () => get(stack, { extensions: JSON.stringify({ persistedQuery: [] }) }),
+      'BAD_REQUEST',
+      400,
+    );
   });
 
   it('answers an unknown documentId PERSISTED_QUERY_NOT_IN_LIST, and counts against no key', async () => {

@@ -10,6 +10,8 @@
  *   ONLY, is PERSISTED_QUERY_NOT_IN_LIST with or without a `query`: nobody registers anything.
  * - a freeform `query`: with ONLY, it runs only if it is character for character a listed document,
  *   else QUERY_NOT_IN_SAFELIST, decided by one set lookup: a hostile document is never parsed.
+ * - an `extensions.persistedQuery` that is not `{ version: 1, sha256Hash: <64 hex digits> }`:
+ *   BAD_REQUEST saying what is wrong, with a manifest or without.
  *
  * A resolved request carries the document as `query` (documentId and the APQ extension removed), so
  * Apollo Server, the operation limits, the estimate and the dry run see exactly what they would for
@@ -25,7 +27,8 @@ import type { Manifest } from './manifest.js';
 export type DocumentKind = 'freeform' | 'persisted' | 'refused';
 
 export interface TrustedDocumentsOptions {
-  readonly manifest: Manifest;
+  /** Undefined: the gateway serves none (no PERSISTED_DOCUMENTS), and an id's refusal says so. */
+  readonly manifest: Manifest | undefined;
   /** PERSISTED_DOCUMENTS_ONLY. */
   readonly only: boolean;
   /** Told the kind of every GraphQL request that names a document. */
@@ -70,23 +73,28 @@ const PREFIX = 'sha256:';
 export function createTrustedDocuments(options: TrustedDocumentsOptions): TrustedDocuments {
   const { manifest, only, count } = options;
   // Hashes are lowercase hex in the manifest; a client may write them in capitals.
-  const listed = (hash: string) => manifest.byHash.get(hash) ?? manifest.byHash.get(hash.toLowerCase());
+  const listed = (hash: string) => manifest?.byHash.get(hash) ?? manifest?.byHash.get(hash.toLowerCase());
+  const notListed = (id: string) => refuse(persistedQueryNotInList(id, manifest !== undefined));
 
   function judge(query: unknown, documentId: unknown, extensions: unknown): Verdict {
     if (documentId !== undefined && documentId !== null) {
       if (typeof documentId !== 'string') return refuse(badRequest('documentId must be a string'));
       const hex = documentId.startsWith(PREFIX) ? documentId.slice(PREFIX.length) : documentId;
       const document = listed(hex);
-      if (document === undefined) return refuse(persistedQueryNotInList(documentId));
+      if (document === undefined) return notListed(documentId);
       // Which would run? Apollo Router refuses the pair too (CANNOT_SEND_PQ_ID_AND_BODY).
       if (query !== undefined && query !== null) return refuse(badRequest('send a documentId or a query, not both'));
       return { kind: 'persisted', query: document };
     }
     const persisted = (extensions as { persistedQuery?: unknown } | undefined)?.persistedQuery;
-    if (typeof persisted === 'object' && persisted !== null) {
-      const hash = (persisted as { sha256Hash?: unknown }).sha256Hash;
-      const document = typeof hash === 'string' ? listed(hash) : undefined;
-      if (document === undefined) return only ? refuse(persistedQueryNotInList(String(hash))) : FREEFORM;
+    if (persisted !== undefined && persisted !== null) {
+      // Apollo Server would answer these INTERNAL_SERVER_ERROR and log each at error level: a
+      // client's mistake, which any client could repeat to fill the log.
+      const malformed = persistedQueryProblem(persisted);
+      if (malformed !== undefined) return refuse(badRequest(malformed));
+      const hash = (persisted as { sha256Hash: string }).sha256Hash;
+      const document = listed(hash);
+      if (document === undefined) return only ? notListed(hash) : FREEFORM;
       // Apollo Server's own answer to a hash that is not the query's, unchanged.
       if (query !== undefined && query !== null && query !== document) {
         return refuse(badRequest('provided sha does not match query'));
@@ -94,7 +102,7 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
       return { kind: 'persisted', query: document };
     }
     if (typeof query !== 'string') return PASS;
-    if (only && !manifest.documents.has(query)) return refuse(queryNotInSafelist());
+    if (only && !manifest?.documents.has(query)) return refuse(queryNotInSafelist());
     return FREEFORM;
   }
 
@@ -154,6 +162,37 @@ export function createTrustedDocuments(options: TrustedDocumentsOptions): Truste
       return { body, text, search };
     },
   };
+}
+
+const SHAPE = '{ "version": 1, "sha256Hash": "<the document\'s SHA-256, 64 hex digits>" }';
+
+/**
+ * What is wrong with an `extensions.persistedQuery` (Apollo's automatic persisted queries), or
+ * undefined when it is well formed. Says what was sent by its type only: the value is the client's.
+ */
+function persistedQueryProblem(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return `extensions.persistedQuery must be an object, ${SHAPE}; got ${kindOf(value)}`;
+  }
+  const { version, sha256Hash } = value as { version?: unknown; sha256Hash?: unknown };
+  if (version !== 1) {
+    const got = typeof version === 'number' ? String(version) : kindOf(version);
+    return `extensions.persistedQuery.version must be 1, the only version of automatic persisted queries; got ${got}`;
+  }
+  if (typeof sha256Hash !== 'string' || !/^[0-9a-fA-F]{64}$/.test(sha256Hash)) {
+    const got = typeof sha256Hash === 'string' ? `a string of ${sha256Hash.length} characters` : kindOf(sha256Hash);
+    return `extensions.persistedQuery.sha256Hash must be the document's SHA-256 as 64 hex digits; got ${got}`;
+  }
+  return undefined;
+}
+
+function kindOf(value: unknown): string {
+  if (value === undefined) return 'none';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'boolean') return String(value);
+  if (typeof value === 'object') return 'an object';
+  return `a ${typeof value}`;
 }
 
 function refuse(error: GatewayError): Verdict {

@@ -18,12 +18,6 @@ export interface Manifest {
   readonly documents: ReadonlySet<string>;
 }
 
-/** An empty manifest: no id is known, no freeform document is listed. */
-export const EMPTY_MANIFEST: Manifest = Object.freeze({
-  byHash: new Map<string, string>(),
-  documents: new Set<string>(),
-});
-
 const KEY = /^sha256:([0-9a-f]{64})$/;
 const VARIABLE = 'PERSISTED_DOCUMENTS';
 

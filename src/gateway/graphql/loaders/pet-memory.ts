@@ -6,7 +6,7 @@
  * upstream, but an absence never does: a stale null would deny a pet created since, and could not
  * be marked stale.
  *
- * Per key, never across keys. Read your writes (DESIGN.md section 8): what is learned is held under
+ * Per key, never across keys. Read your writes (docs/architecture.md): what is learned is held under
  * the key's write generation its pages were asked under (upstream/sharing/answers.ts), and recalled
  * only while the key's generation is still that one. A createPet, here or on another replica on the
  * same Redis, gives the key a new generation, and everything learned before it is forgotten.

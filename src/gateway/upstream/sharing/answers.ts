@@ -2,7 +2,7 @@
  * Recent upstream answers (200s to GETs), per key and URL, kept for the cache and for serving stale
  * instead of an error. In process here, or shared by replicas through Redis (answers-redis.ts).
  *
- * Read your writes (DESIGN.md section 8): every key has a write generation, a token that a write
+ * Read your writes (docs/architecture.md, "Read your writes"): every key has a write generation, a token that a write
  * (createPet) replaces. Every answer is kept with the generation read before it was asked for, and
  * believed only while the key's generation is still that one, so a write fences every answer from
  * before it at once, on every replica that reads the same generation, without finding them. What

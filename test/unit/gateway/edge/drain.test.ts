@@ -2,6 +2,8 @@
  * The drain's bookkeeping of responses in flight (drain.ts), over real HTTP on loopback: responses
  * are kept in slots that are reused as requests finish, and every response not yet written when
  * the drain begins must still be found and sent with `Connection: close`, whichever slot it took.
+ * The drain reports what it did (in flight at the signal, answered, cut at the grace period's end)
+ * for the shutdown's log.
  */
 
 import { createServer, type ServerResponse } from 'node:http';
@@ -95,8 +97,24 @@ describe('createDrain', () => {
       expect(head).toMatch(/^http\/1\.1 200/);
       expect(head).toContain('connection: close');
     }
-    await drained;
+    expect(await drained).toEqual({ inFlightAtSignal: 4, answered: 4, cut: 0, ms: expect.any(Number) });
     expect(drain.inFlight).toBe(0);
+  });
+
+  it('reports the requests still unanswered at the end of the grace period as cut, and closes them', async () => {
+    held = await holdingServer();
+    const { port, drain } = held;
+    const answered = get(port, '/answered');
+    void get(port, '/stuck').catch(() => {});
+    const stuckClosed = new Promise((resolve) => sockets[1]?.once('close', resolve));
+    await Promise.all([held.arrived('/answered'), held.arrived('/stuck')]);
+    const drained = drain.drain(300);
+    answer(held.waiting.get('/answered') as ServerResponse);
+    await answered;
+    const report = await drained;
+    expect(report).toEqual({ inFlightAtSignal: 2, answered: 1, cut: 1, ms: expect.any(Number) });
+    expect(report.ms).toBeGreaterThanOrEqual(300);
+    await stuckClosed;
   });
 
   it('counts a response whose client left before its answer as no longer in flight', async () => {

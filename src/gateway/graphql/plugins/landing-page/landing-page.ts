@@ -27,9 +27,11 @@ export interface LandingPageSetup {
 export function createLandingPage(choice: LandingPage): LandingPageSetup {
   switch (choice) {
     case 'sandbox':
-      return apolloPage(ApolloServerPluginLandingPageLocalDefault({ footer: false, embed: true }), offlineFallback);
+      return apolloPage(ApolloServerPluginLandingPageLocalDefault({ footer: false, embed: true }), (html) =>
+        offlineFallback(titled(html)),
+      );
     case 'production':
-      return apolloPage(ApolloServerPluginLandingPageProductionDefault({ footer: false }), (html) => html);
+      return apolloPage(ApolloServerPluginLandingPageProductionDefault({ footer: false }), titled);
     case 'none':
       return { plugin: ApolloServerPluginLandingPageDisabled(), pageHeaders: () => ({}) };
     case 'graphiql':
@@ -70,6 +72,11 @@ const OFFLINE_FALLBACK = `<div class="fallback">
   <p><strong>GraphiQL works offline:</strong> start the gateway with <code>LANDING_PAGE=graphiql</code>
   and reload this page. GraphQL itself is answered here either way (POST to this URL).</p>
 </div>`;
+
+/** The page as a browser tab and its history name it: this gateway, not "Apollo Server". */
+function titled(html: string): string {
+  return html.replace(/<title>[^<]*<\/title>/, '<title>Pet Store GraphQL gateway</title>');
+}
 
 /** Sandbox's page with a fallback that says what to do offline, instead of Apollo's stock text. */
 export function offlineFallback(html: string): string {
