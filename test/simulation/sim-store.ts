@@ -3,7 +3,7 @@
  * limits/model.ts) on state the replicas share, behind a network with faults. It stands for Redis
  * running the budget's Lua, which test/integration/gateway/budget-lua.test.ts holds to the same
  * model on random sequences against a real redis-server; the faults are what ioredis surfaces of a
- * real one (redis-connection.ts: no offline queue, a 1 s command timeout, reconnects announced by
+ * real one (redis/connection.ts: no offline queue, a 1 s command timeout, reconnects announced by
  * 'ready'):
  *
  * - a **stall** (a slow script, a fork, DEBUG SLEEP): commands wait until it ends, then run; one that
@@ -28,7 +28,7 @@ import type { StoreFault } from './scenario.js';
 
 /** A command's round trip. */
 const RTT_MS = 1;
-/** As redis-connection.ts sets ioredis's commandTimeout. */
+/** As redis/connection.ts sets ioredis's commandTimeout. */
 const COMMAND_TIMEOUT_MS = 1_000;
 /** The writes a failover loses: those of its last moments, not yet replicated. */
 export const FAILOVER_LAG_MS = 200;

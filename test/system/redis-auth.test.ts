@@ -14,7 +14,7 @@ import { ConfigError, parseConfig, type RedisTarget } from '../../src/config.js'
 import { createLogger } from '../../src/gateway/observability/logger.js';
 import { createGateway } from '../../src/gateway/server.js';
 import { SharedBudgetStore } from '../../src/gateway/upstream/limits/shared-budget.js';
-import { createRedisConnection } from '../../src/gateway/upstream/redis-connection.js';
+import { createRedisConnection } from '../../src/gateway/upstream/redis/connection.js';
 import { type RedisHa, type RedisServer, startRedis, startRedisCluster, startRedisSentinel } from '../helpers/redis.js';
 
 const run = promisify(execFile);

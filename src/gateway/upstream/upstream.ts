@@ -83,7 +83,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
   // Replicas must accept each other's cursors: the secret is configured, or agreed on through Redis.
   let agreedSecret: string | undefined;
   const redis = config.redis;
-  const connect = redis ? (await import('./redis-connection.js')).createRedisConnection : undefined;
+  const connect = redis ? (await import('./redis/connection.js')).createRedisConnection : undefined;
   // The budget and the answer cache on connections of their own: an answer of megabytes on the wire
   // would hold up the budget's scripts behind it (one connection is one ordered stream), and a
   // reservation is what requests wait on. A third, subscribed, hears other replicas' answers.
@@ -98,7 +98,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
       : undefined;
   let shared: import('./limits/shared-budget.js').SharedBudgetStore | undefined;
   // Subscribed to the answers other replicas record, so a request waiting on one is woken, not polling.
-  let subscriber: import('./redis-connection.js').RedisConnection | undefined;
+  let subscriber: import('./redis/connection.js').RedisConnection | undefined;
   const plan = { windows: config.rateLimits, share: 1 };
   if (redis && budgetConnection) {
     const { SharedBudgetStore } = await import('./limits/shared-budget.js');
@@ -230,7 +230,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
  * answer: the caller then makes one of its own. One key, used alone: on a Cluster it lives in
  * whatever slot its name hashes to, and needs no hash tag.
  */
-async function sharedSecret(client: import('./redis-connection.js').RedisClient, prefix: string) {
+async function sharedSecret(client: import('./redis/connection.js').RedisClient, prefix: string) {
   if (client.status !== 'ready') return undefined;
   const key = `${prefix}:cursor-secret`;
   try {

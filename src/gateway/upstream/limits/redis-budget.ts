@@ -6,7 +6,7 @@
  */
 
 import { readFileSync } from 'node:fs';
-import type { RedisClient } from '../redis-connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import type { Recorded } from './budget.js';
 import {
   type Answer,

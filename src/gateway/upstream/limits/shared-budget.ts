@@ -22,8 +22,8 @@
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from '../../observability/logger.js';
-import type { RedisClient } from '../redis-connection.js';
-import { createFallback, type Fallback } from '../redis-fallback.js';
+import type { RedisClient } from '../redis/connection.js';
+import { createFallback, type Fallback } from '../redis/fallback.js';
 import { type BudgetStore, MemoryBudgetStore, type Recorded, type Reservation } from './budget.js';
 import type { Answer, Plan, Room } from './model.js';
 import { type Member, type Planned, RedisBudget } from './redis-budget.js';

@@ -9,15 +9,15 @@
  * a flush, a restart without persistence or an expiry, a key's generation is new, never one that
  * answers or learned pets from before carry (a counter would start again at 0 and meet them).
  *
- * Redis or the fallback serves as redis-fallback.ts decides (the budget runs on the same rule). A
+ * Redis or the fallback serves as redis/fallback.ts decides (the budget runs on the same rule). A
  * write while Redis cannot be reached is not lost: the fallback knows of it, and on the way back its
  * key's new generation is written to Redis before anything is read there again. Too many pending
  * keys to hold, and every generation in Redis is dropped instead, which fences everything kept before.
  */
 
 import { createHash, randomBytes } from 'node:crypto';
-import type { RedisConnection } from '../redis-connection.js';
-import { createFallback } from '../redis-fallback.js';
+import type { RedisConnection } from '../redis/connection.js';
+import { createFallback } from '../redis/fallback.js';
 import type { Generation } from '../response.js';
 import {
   type AnswerStore,

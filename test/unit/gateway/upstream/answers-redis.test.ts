@@ -7,7 +7,7 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
+import { createRedisConnection } from '../../../../src/gateway/upstream/redis/connection.js';
 import type { Generation } from '../../../../src/gateway/upstream/response.js';
 import { type AnswerStore, memoryAnswers } from '../../../../src/gateway/upstream/sharing/answers.js';
 import { type RedisAnswersOptions, redisAnswers } from '../../../../src/gateway/upstream/sharing/answers-redis.js';

@@ -15,7 +15,7 @@ import type { Answer } from '../../../../src/gateway/upstream/limits/model.js';
 import { SharedBudgetStore } from '../../../../src/gateway/upstream/limits/shared-budget.js';
 import { createSlots } from '../../../../src/gateway/upstream/limits/slots.js';
 import { createOperation } from '../../../../src/gateway/upstream/operation.js';
-import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
+import { createRedisConnection } from '../../../../src/gateway/upstream/redis/connection.js';
 import type { UpstreamResponse } from '../../../../src/gateway/upstream/response.js';
 import { redisBehindProxy } from '../../../helpers/redis-behind-proxy.js';
 import { until } from '../../../helpers/until.js';

@@ -21,7 +21,7 @@ import {
   SAFE_CWND,
 } from '../../../../src/gateway/upstream/limits/model.js';
 import { SharedBudgetStore } from '../../../../src/gateway/upstream/limits/shared-budget.js';
-import { createRedisConnection } from '../../../../src/gateway/upstream/redis-connection.js';
+import { createRedisConnection } from '../../../../src/gateway/upstream/redis/connection.js';
 import {
   type RedisHa,
   type RedisServer,

@@ -19,7 +19,7 @@
 import { connect, isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import type { RedisTarget } from '../../config.js';
+import type { RedisTarget } from '../../../config.js';
 
 export type RedisClient = Redis | Cluster;
 export interface RedisConnection {
