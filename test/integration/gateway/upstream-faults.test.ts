@@ -482,3 +482,30 @@ describe('createRestClient bodies', () => {
     }
   });
 });
+
+describe.each([
+  ['the free plan', '60/1m,1000/1d'],
+  ['no plan (PETSTORE_RATE_LIMITS=off)', 'off'],
+])('an upstream that accepts requests and never answers, on %s', (_name, limits) => {
+  it('answers the requests waiting behind the unanswered ones UPSTREAM_UNAVAILABLE, not RATE_LIMITED', async () => {
+    // Issue 44: 60 concurrent queries, PETSTORE_MAX_WAIT=3s, PETSTORE_TIMEOUT=2s gave 58 RATE_LIMITED.
+    const upstream = await startUpstream(() => {});
+    const gateway = await startGateway(`${upstream.origin}/v1`, {
+      PETSTORE_MAX_WAIT: '3s',
+      PETSTORE_TIMEOUT: '2s',
+      PETSTORE_RATE_LIMITS: limits,
+    });
+    try {
+      const [responses, ms] = await timed(() =>
+        Promise.all(Array.from({ length: 60 }, (_, i) => gateway.query(`{ pets(first: ${i + 1}) { nodes { id } } }`))),
+      );
+      expect(new Set(responses.flatMap(errorCodes))).toEqual(new Set(['UPSTREAM_UNAVAILABLE']));
+      for (const response of responses) expectUnavailable(response);
+      // Every one within PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT.
+      expect(ms).toBeLessThan(5_000 + MARGIN_MS);
+    } finally {
+      await gateway.close();
+      await upstream.close();
+    }
+  }, 20_000);
+});

@@ -53,6 +53,8 @@ export interface Refusal {
   readonly reason: 'queue' | 'deadline';
   /** The store's last word on the key's room. */
   readonly room: Room | undefined;
+  /** Every connection of the key's share was taken when it gave up (by requests not yet answered). */
+  readonly connections: boolean;
   /** Since when the request waited. */
   readonly since: number;
 }
@@ -237,11 +239,11 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
   /** Refuses at once a request whose wait would outlast its deadline by the store's word, or that its queue has no place for. */
   function refusedAtOnce(key: Key, waiter: Waiter, since: number): Error | undefined {
     if ((key.clients.get(waiter.clientId) ?? 0) >= options.maxQueuedPerClient) {
-      return options.refuse({ keyId: waiter.keyId, reason: 'queue', room: key.room, since });
+      return options.refuse({ keyId: waiter.keyId, reason: 'queue', room: key.room, since, connections: false });
     }
     const room = key.room;
     if (room !== undefined && room.free <= 0 && room.wait !== 'answer' && room.until > waiter.deadline) {
-      return options.refuse({ keyId: waiter.keyId, reason: 'deadline', room, since });
+      return options.refuse({ keyId: waiter.keyId, reason: 'deadline', room, since, connections: false });
     }
     return undefined;
   }
@@ -273,7 +275,10 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
       };
       const onAbort = () => leave(waiter.signal?.reason);
       const timer = setTimeout(
-        () => leave(options.refuse({ keyId: waiter.keyId, reason: 'deadline', room: key.room, since })),
+        () => {
+          const connections = key.running >= perKey;
+          leave(options.refuse({ keyId: waiter.keyId, reason: 'deadline', room: key.room, since, connections }));
+        },
         Math.max(0, waiter.deadline - now()),
       );
       waiter.signal?.addEventListener('abort', onAbort, { once: true });
@@ -313,6 +318,9 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
           }
           close();
           jobs++;
+          // What the store said after planning it: more may go at once.
+          key.room = asked.room;
+          grant(key);
           // The job holds its connection (bottleneck's concurrency) until the request is over.
           await new Promise<void>((end) => resolve(admission(waiter.keyId, key, asked.value, end)));
         };

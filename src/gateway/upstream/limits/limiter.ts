@@ -83,9 +83,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const memoSize = options.maxKeys ?? 10_000;
   /** The last view the store gave of each key, and when: what `describe` tells. */
   const views = new Map<string, { readonly view: BudgetView; readonly at: number }>();
-  /** When each of this process's requests now out for a key was sent, and when the key was last answered. */
+  /**
+   * When each of this process's requests now out for a key was sent, when the key was last answered,
+   * and when one of its requests last ended with no answer (a time-out, a reset).
+   */
   const out = new Map<string, Set<number>>();
   const answered = new Map<string, number>();
+  const unanswered = new Map<string, number>();
   const warned = new Set<string>();
 
   const queues: KeyQueues = createKeyQueues({
@@ -105,26 +109,26 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /**
-   * A waiting request's refusal. One that waited on answers in flight, while the upstream answered
-   * nothing for the key all that time though a request of it was out since before the wait began,
-   * was held by a silent upstream, not by the budget (the key's connections were all taken by
-   * requests it never answered).
+   * A waiting request's refusal. One that waited on answers (the key's requests in flight, its
+   * connections) while the upstream answered nothing for the key, though it had requests out or let
+   * one time out meanwhile, was held by a silent upstream, not by the budget: UNAVAILABLE.
    */
-  function refuse({ keyId, reason, room, since }: Refusal): Error {
+  function refuse({ keyId, reason, room, since, connections }: Refusal): Error {
     if (reason === 'queue') {
       options.onEvent?.({ type: 'rejected', reason: 'queue' });
       return rateLimited(1, 'too many requests are waiting for this API key; retry shortly');
     }
-    if (room?.wait !== 'paused' && silent(keyId, since)) return unavailable('the Pet Store has not answered in time');
+    if ((connections || room?.wait === 'answer') && silent(keyId, since)) {
+      return unavailable('the Pet Store has not answered in time');
+    }
     options.onEvent?.({ type: 'rejected', reason: 'budget' });
     const at = now();
     return rateLimited(room !== undefined && room.until > at ? (room.until - at) / 1000 : 1);
   }
 
   function silent(keyId: string, since: number): boolean {
-    const sends = out.get(keyId);
-    if (sends === undefined || sends.size === 0 || (answered.get(keyId) ?? 0) >= since) return false;
-    return Math.min(...sends) <= since;
+    if ((answered.get(keyId) ?? 0) >= since) return false;
+    return (out.get(keyId)?.size ?? 0) > 0 || (unanswered.get(keyId) ?? 0) >= since;
   }
 
   /**
@@ -207,6 +211,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     out.set(call.keyId, sends.add(sent));
     try {
       return await next(call);
+    } catch (error) {
+      remember(unanswered, call.keyId, now());
+      throw error;
     } finally {
       sends.delete(sent);
       if (sends.size === 0) out.delete(call.keyId);
