@@ -28,7 +28,8 @@ const families = process.env.SIM_FAMILY === undefined ? FAMILY_NAMES : [process.
 
 describe.each(families)('the budget simulation: %s schedules', (family) => {
   const property = fc.asyncProperty(scenarioArb({ families: [family] }), async (scenario) => {
-    expect(violationsOf(scenario, await runScenario(scenario))).toEqual([]);
+    // The schedule as JSON too (fast-check prints it as JavaScript), for the replay tools to read.
+    expect(violationsOf(scenario, await runScenario(scenario)), JSON.stringify(scenario)).toEqual([]);
   });
   const check = (seed: number) => fc.assert(property, replay ?? { numRuns: runs, seed, endOnFailure: true });
 

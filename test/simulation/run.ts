@@ -186,7 +186,7 @@ async function runOp(
   };
   ops.push(record);
   const controller = new AbortController();
-  if (spec.leaveAfterMs !== undefined) {
+  if (spec.leaveAfterMs !== undefined && spec.leaveAfterMs !== null) {
     setTimeout(() => {
       record.left = true;
       controller.abort(new Error('the client left'));

@@ -499,7 +499,8 @@ describe.each([
       const [responses, ms] = await timed(() =>
         Promise.all(Array.from({ length: 60 }, (_, i) => gateway.query(`{ pets(first: ${i + 1}) { nodes { id } } }`))),
       );
-      expect(new Set(responses.flatMap(errorCodes))).toEqual(new Set(['UPSTREAM_UNAVAILABLE']));
+      const messages = responses.map((response) => `${errorCodes(response)}: ${response.body.errors?.[0]?.message}`);
+      expect(new Set(responses.flatMap(errorCodes)), messages.join('\n')).toEqual(new Set(['UPSTREAM_UNAVAILABLE']));
       for (const response of responses) expectUnavailable(response);
       // Every one within PETSTORE_MAX_WAIT + PETSTORE_TIMEOUT.
       expect(ms).toBeLessThan(5_000 + MARGIN_MS);

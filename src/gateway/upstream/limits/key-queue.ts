@@ -82,7 +82,8 @@ export interface KeyQueuesOptions {
   readonly perKey: number;
   /**
    * The plan's smallest window (none: throttling off). While two clients or more of a key have been
-   * active within it, waiting requests are let go one per window/count, in turn by client.
+   * active within it, waiting requests are let go one at a time, about window/count apart, in turn
+   * by client.
    */
   readonly window?: { readonly count: number; readonly windowMs: number } | undefined;
   /** Requests one client may have waiting per key. */
@@ -109,7 +110,7 @@ interface Key {
   wakeAt: number;
   /** When each client last asked, most recent last (the active ones share the key's sends). */
   readonly seen: Map<string, number>;
-  /** When a waiting request was last let go while several clients were active. */
+  /** When a waiting request was last planned while several clients were active. */
   lastPaced: number;
 }
 
@@ -118,7 +119,9 @@ const MAX_CLIENTS = 1_000;
 
 export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
   const { now, perKey } = options;
-  const spacingMs = options.window === undefined ? 0 : options.window.windowMs / options.window.count;
+  // A little faster than the plan's rate, so the window, not the spacing, is what holds sends back:
+  // spaced at exactly the rate, every delay of a send (a timer, a round trip) was lost for good.
+  const spacingMs = options.window === undefined ? 0 : (0.8 * options.window.windowMs) / options.window.count;
   const keys = new Map<string, Key>();
   let jobs = 0;
   let waiting = 0;
@@ -173,10 +176,11 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     let n = Math.min(waitingJobs, free, perKey - key.running - key.granted);
     if (n > 0 && spacingMs > 0 && active(key) >= 2) {
       // Several clients want the key: its sends are spread at the plan's rate, one to each in turn,
-      // so a window's sends do not all go in the burst it frees to whoever waited then.
+      // so a window's sends do not all go in the burst it frees to whoever waited then. One is let
+      // go at a time; one that finds its caller gone, or the store saying no, does not count.
+      if (key.granted > 0) return;
       const next = key.lastPaced + spacingMs;
       if (next > now()) return void wakeAt(key, next);
-      key.lastPaced = now();
       n = 1;
     }
     if (n > 0) {
@@ -318,6 +322,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
           }
           close();
           jobs++;
+          key.lastPaced = now();
           // What the store said after planning it: more may go at once.
           key.room = asked.room;
           grant(key);

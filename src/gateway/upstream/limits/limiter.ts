@@ -18,13 +18,14 @@
 
 import type { RateWindow } from '../../../config.js';
 import type { BudgetAggregates } from '../../observability/metrics.js';
+import type { CancelSignal } from '../../shared/cancel.js';
 import { rateLimited, unavailable } from '../errors.js';
 import { canCharge, charge, type Operation, refund } from '../operation.js';
-import type { Stage, UpstreamCall } from '../pipeline.js';
+import { isWrite, type Stage, type UpstreamCall } from '../pipeline.js';
 import type { UpstreamResponse } from '../response.js';
 import type { BudgetStore } from './budget.js';
 import { type Admission, type Asked, createKeyQueues, type KeyQueues, type Refusal } from './key-queue.js';
-import type { BudgetView, Room } from './model.js';
+import { BACKOFF_MS, type BudgetView } from './model.js';
 import { readRateHeaders, readRetryAfter } from './rate-headers.js';
 import type { Slots } from './slots.js';
 
@@ -134,7 +135,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /**
    * Stage 2: asks the store to plan the request now, holding a connection of the pool while it does.
    * A store that has not answered by the time the request must be answered (a stalled Redis takes up
-   * to its command time-out) fails it: what it plans later is given back.
+   * to its command time-out) fails it: what it plans later is given back. (A store's failure is
+   * never an error here: the shared store falls back to its local share.)
    */
   async function ask(call: UpstreamCall): Promise<Asked<Planned>> {
     const { clientId, waitUntil } = call.operation;
@@ -142,9 +144,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const until = Math.max(waitUntil, now());
     const releasePool = await options.slots.acquire(call.keyId, clientId, until, call.signal, refusedBySlots);
     try {
-      const reservation = await inTime(store.reserve(call.keyId, now()), call, (late) => {
+      const reservation = await byDeadline(store.reserve(call.keyId, now()), call.operation.answerBy, (late) => {
         if (late.ok) giveBack(call.keyId, { seq: late.seq, epoch: late.epoch, releasePool: () => {} });
       });
+      if (reservation === undefined) throw unavailable('the rate-limit store did not answer in time');
       if (reservation.ok) {
         const value: Planned = { seq: reservation.seq, epoch: reservation.epoch, releasePool };
         return { ok: true as const, value, room: reservation.room };
@@ -165,32 +168,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       .release(keyId, planned.seq, now(), planned.epoch)
       .then((room) => queues.changed(keyId, room))
       .catch(() => undefined);
-  }
-
-  /** `promise`, or UNAVAILABLE when it has not settled by the time the operation must be answered; `late` gets what it brings then. */
-  function inTime<T>(promise: Promise<T>, call: UpstreamCall, late: (value: T) => void): Promise<T> {
-    const ms = call.operation.answerBy - now();
-    return new Promise<T>((resolve, reject) => {
-      let done = false;
-      const timer = setTimeout(
-        () => {
-          done = true;
-          reject(unavailable('the rate-limit store did not answer in time'));
-        },
-        Math.max(0, ms),
-      );
-      promise.then(
-        (value) => {
-          clearTimeout(timer);
-          if (done) late(value);
-          else resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          if (!done) reject(error);
-        },
-      );
-    });
   }
 
   /** Stage 1: the request's turn and the store's yes (a request that needs no wait may go past its deadline). */
@@ -252,26 +229,83 @@ export function createLimiter(options: LimiterOptions): Limiter {
   async function attempt(call: UpstreamCall, next: (call: UpstreamCall) => Promise<UpstreamResponse>) {
     const waitStarted = now();
     const admitted = await turn(call);
-    const planned = admitted.value;
     if (now() > waitStarted) options.onEvent?.({ type: 'throttled' });
     call.trace?.waited(now() - waitStarted);
-    let room: Room | undefined;
+    // Once planned, the request runs to its end whatever its client does: written, it reaches the
+    // upstream and counts against the key, and its answer is the upstream's word on the key (a GET
+    // cut short when its client left was counted there and seen nowhere here, and the next send could
+    // meet a 429). A client that leaves is not kept waiting for it. (A POST is never cut short.)
+    const detached: UpstreamCall = {
+      ...call,
+      signal: undefined,
+      get dispatched() {
+        return call.dispatched;
+      },
+      set dispatched(sent) {
+        call.dispatched = sent;
+      },
+    };
+    const exchange = exchangeAndRecord(detached, next, admitted);
+    // A write's caller waits for its answer: what became of it is told and logged (client.ts).
+    return call.signal === undefined || isWrite(call) ? exchange : untilLeft(exchange, call.signal);
+  }
+
+  async function exchangeAndRecord(
+    call: UpstreamCall,
+    next: (call: UpstreamCall) => Promise<UpstreamResponse>,
+    admitted: Admission<Planned>,
+  ) {
+    const planned = admitted.value;
+    let response: UpstreamResponse;
     try {
-      let response: UpstreamResponse;
-      try {
-        response = await send(call, next);
-      } finally {
-        planned.releasePool();
-      }
-      const recorded = await record(call, planned, response);
-      room = recorded.room;
-      return { response, pauseMs: recorded.pauseMs };
+      response = await send(call, next);
     } catch (error) {
-      room = await store.release(call.keyId, planned.seq, now(), planned.epoch).catch(() => undefined);
-      throw error;
-    } finally {
+      planned.releasePool();
+      const room = await store.release(call.keyId, planned.seq, now(), planned.epoch).catch(() => undefined);
       admitted.done(room);
+      throw error;
     }
+    planned.releasePool();
+    const recording = record(call, planned, response);
+    recording.then(
+      (recorded) => admitted.done(recorded.room),
+      () => admitted.done(),
+    );
+    // The answer is the caller's once it is here: a store that is slow to record it (a stalled Redis,
+    // up to its command time-out) holds it no later than the operation's answer deadline. A 429's
+    // pause is the store's to say, and without it there is no retry.
+    const recorded = await byDeadline(recording, call.operation.answerBy);
+    if (recorded !== undefined) return { response, pauseMs: recorded.pauseMs, late: false };
+    const retryAfter = readRetryAfter(response, now(), options.maxRetryAfterMs)?.ms ?? BACKOFF_MS;
+    return { response, pauseMs: response.status === 429 ? Math.max(BACKOFF_MS, retryAfter) : 0, late: true };
+  }
+
+  /**
+   * What `work` brings, or undefined when it has not settled by `deadline` (epoch ms) or failed; what
+   * it brings after the deadline goes to `late`.
+   */
+  function byDeadline<T>(work: Promise<T>, deadline: number, late?: (value: T) => void): Promise<T | undefined> {
+    return new Promise((resolve) => {
+      let over = false;
+      const timer = setTimeout(
+        () => {
+          over = true;
+          resolve(undefined);
+        },
+        Math.max(0, deadline - now()),
+      );
+      work.then(
+        (value) => {
+          clearTimeout(timer);
+          if (over) late?.(value);
+          else resolve(value);
+        },
+        () => {
+          clearTimeout(timer);
+          resolve(undefined);
+        },
+      );
+    });
   }
 
   /** Stage 5: a 429 pauses the key; the request is tried again after the pause when the rules allow. */
@@ -289,12 +323,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       } finally {
         if (current !== call && current.dispatched) call.dispatched = true;
       }
-      const { response, pauseMs } = outcome;
+      const { response, pauseMs, late } = outcome;
       if (pauseMs === 0) return response;
       options.onEvent?.({ type: 'upstream429', pauseMs });
       call.trace?.paused(pauseMs);
       // A write the upstream refused with 429 was not processed (RFC 6585): it may be sent again.
-      const retry = mayRetry(call.operation, retries, now() + pauseMs);
+      // Without the store's word on the pause (it answered too late), no retry.
+      const retry = late ? undefined : mayRetry(call.operation, retries, now() + pauseMs);
       if (retry === undefined) throw rateLimited(pauseMs / 1000);
       charged = retry;
       options.onEvent?.({ type: 'heldBack' });
@@ -357,4 +392,29 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await store.close();
     },
   };
+}
+
+/** `work`, or the signal's reason as soon as it aborts (`work` then goes on unawaited). */
+function untilLeft<T>(work: Promise<T>, signal: CancelSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => undefined);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
