@@ -48,6 +48,8 @@ const SLOW_FIRST = [
   'test/system/redis-ha.test.ts',
   'test/system/redis-auth.test.ts',
   'test/system/redis-tls.test.ts',
+  'test/simulation/replicas.test.ts',
+  'test/simulation/contention.test.ts',
   'test/integration/gateway/budget-integrity.test.ts',
   'test/integration/gateway/rate-limits-redis.test.ts',
   'test/integration/gateway/rate-limits.test.ts',

@@ -130,12 +130,14 @@ export function planUsed(scenario: Scenario, result: SimResult): string[] {
   const greedy = scenario.clients.filter((client) => client.kind === 'greedy');
   if (greedy.length === 0) return [];
   const violations: string[] = [];
-  const from = Math.max(...greedy.map((client) => client.from)) + scenario.startAt;
+  const first = scenario.plan[0] as RateWindow;
+  // Measured from a window after demand began, so that every send the window holds then is one of
+  // full demand (the sends of a burst before it free their places only a window later).
+  const from = Math.max(...greedy.map((client) => client.from)) + scenario.startAt + first.windowMs;
   const to = Math.min(...greedy.map((client) => client.to)) + scenario.startAt;
   // The tightest window decides what the span allows; a window longer than the span allows its count.
   const span = to - from;
-  const first = scenario.plan[0] as RateWindow;
-  if (span < 3 * first.windowMs) return [];
+  if (span < 2 * first.windowMs) return [];
   // The plan, or the upstream's own limits where they are lower (its headers say so).
   const windows = [...scenario.plan, ...scenario.upstream.windows];
   const allowed = Math.min(...windows.map((w) => w.count * Math.max(1, Math.floor(span / w.windowMs))));

@@ -43,7 +43,7 @@ const silent = createLogger('silent');
 /** One registry for every run (metrics are not what is checked; making one per run costs more than a run). */
 const metrics = createMetrics();
 /** Think time of a greedy or light client after a refusal, so a refused loop does not spin in zero virtual time. */
-const THINK_MS = 100;
+const THINK_MS = 250;
 
 export function upstreamConfig(scenario: Scenario): UpstreamConfig {
   return {

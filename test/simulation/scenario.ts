@@ -142,7 +142,7 @@ function clientArb(id: number, { plan, replicas, horizonMs }: Parts, kinds: read
       id: fc.constant(`c${id}`),
       replica,
       key: fc.constant(SERVER_KEY),
-      concurrency: fc.integer({ min: 2, max: 30 }),
+      concurrency: fc.integer({ min: 2, max: 16 }),
       from: fc.integer({ min: 0, max: 1_000 }),
       to: fc.constant(horizonMs),
     }),
@@ -187,9 +187,11 @@ const clients = (count: { min: number; max: number }, kinds: readonly ClientSpec
   fc.integer(count).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => clientArb(i, parts, kinds))));
 
 /**
- * Kinds of schedule, each aimed at what could break: anything at all; an upstream whose headers lie
- * about a lower real limit, under many clients; a key spent by a client we cannot see (429s with
- * every kind of Retry-After); greedy and light clients sharing the server key.
+ * Kinds of schedule, each aimed at what could break (each has a test file of its name): `mixed`,
+ * anything at all; `liar`, an upstream whose headers lie about a lower real limit, under many
+ * clients; `spent`, a key spent by a client we cannot see (429s with every kind of Retry-After);
+ * `replicas`, 2-3 replicas sharing the budget through a store that fails; `contention`, greedy and
+ * light clients sharing the server key.
  */
 const FAMILIES: Record<string, Family> = {
   mixed: {
@@ -292,7 +294,7 @@ export function scenarioArb(options: { families?: readonly string[] } = {}): fc.
         planIndex: fc.constantFrom(...plans),
         stricter: family.stricter,
         replicas: family.replicas ?? fc.constant(1),
-        horizonMs: fc.integer({ min: 3_000, max: 30_000 }),
+        horizonMs: fc.integer({ min: 3_000, max: 20_000 }),
       })
       .chain(({ planIndex, stricter, replicas, horizonMs }) => {
         const plan = PLANS[planIndex] as readonly RateWindow[];

@@ -82,8 +82,7 @@ export interface KeyQueuesOptions {
   readonly perKey: number;
   /**
    * The plan's smallest window (none: throttling off). While two clients or more of a key have been
-   * active within it, waiting requests are let go one at a time, about window/count apart, in turn
-   * by client.
+   * active within it, waiting requests are let go one at a time, window/count apart, in turn by client.
    */
   readonly window?: { readonly count: number; readonly windowMs: number } | undefined;
   /** Requests one client may have waiting per key. */
@@ -110,7 +109,10 @@ interface Key {
   wakeAt: number;
   /** When each client last asked, most recent last (the active ones share the key's sends). */
   readonly seen: Map<string, number>;
-  /** When a waiting request was last planned while several clients were active. */
+  /**
+   * The spaced turn a waiting request last took while several clients were active: turns fall on a
+   * grid of window/count, so a send delayed (a timer, a round trip) does not delay every later one.
+   */
   lastPaced: number;
 }
 
@@ -119,9 +121,7 @@ const MAX_CLIENTS = 1_000;
 
 export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
   const { now, perKey } = options;
-  // A little faster than the plan's rate, so the window, not the spacing, is what holds sends back:
-  // spaced at exactly the rate, every delay of a send (a timer, a round trip) was lost for good.
-  const spacingMs = options.window === undefined ? 0 : (0.8 * options.window.windowMs) / options.window.count;
+  const spacingMs = options.window === undefined ? 0 : options.window.windowMs / options.window.count;
   const keys = new Map<string, Key>();
   let jobs = 0;
   let waiting = 0;
@@ -322,7 +322,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
           }
           close();
           jobs++;
-          key.lastPaced = now();
+          key.lastPaced = Math.max(key.lastPaced + spacingMs, now() - spacingMs);
           // What the store said after planning it: more may go at once.
           key.room = asked.room;
           grant(key);
