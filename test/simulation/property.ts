@@ -4,8 +4,9 @@
  * upstream layer and a simulated upstream with the reference store's rules (run.ts), every one
  * checked against the budget's invariants (invariants.ts).
  *
- * Each family runs SIM_RUNS schedules (default 100) from a fixed seed (the same every run, so a
- * regression shows as the same failure) and as many from a fresh one (new schedules each run). A
+ * SIM_RUNS schedules in all (default 1,000), shared out among the families: each runs half of its
+ * part from a fixed seed (the same every run, so a regression shows as the same failure) and half
+ * from a fresh one (new schedules each run). A
  * failure prints its seed, path and shrunk schedule (also as JSON); `SIM_SEED=<seed> SIM_PATH=<path>`
  * replays exactly that one in the family's file (`npx vitest run test/simulation/<family>.test.ts`).
  */
@@ -14,9 +15,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { violationsOf } from './invariants.js';
 import { runScenario } from './run.js';
-import { scenarioArb } from './scenario.js';
+import { FAMILY_NAMES, scenarioArb } from './scenario.js';
 
-const runs = Number(process.env.SIM_RUNS ?? 100);
+const runs = Math.ceil(Number(process.env.SIM_RUNS ?? 1_000) / (2 * FAMILY_NAMES.length));
 const replay =
   process.env.SIM_SEED === undefined
     ? undefined
