@@ -18,7 +18,14 @@ import { createOperation, type Operation } from './operation.js';
 import { pipeline, type Route, type Send, type Stage, type UpstreamCall } from './pipeline.js';
 import { type Generation, headerOf, type UpstreamResponse } from './response.js';
 import type { ResponseSharing } from './sharing/sharing.js';
-import { BodyTooLargeError, createAttempt, NotSentError, type UpstreamObserver, wasWritten } from './stages/attempt.js';
+import {
+  BodyTooLargeError,
+  createAttempt,
+  isTimeout,
+  NotSentError,
+  type UpstreamObserver,
+  wasWritten,
+} from './stages/attempt.js';
 import { operationBudget } from './stages/operation-budget.js';
 import { resendOnReset } from './stages/resend.js';
 
@@ -302,14 +309,12 @@ function isWriteMethod(call: UpstreamCall): 'GET' | 'POST' {
 
 /** A reason without URLs or credentials, fit for a client. */
 function describeNetworkError(error: unknown): string {
-  const { code, name } = (error ?? {}) as { code?: string; name?: string };
+  const { code } = (error ?? {}) as { code?: string };
   if (error instanceof NotSentError) return 'was not asked: too little time was left to wait for its answer';
   if (error instanceof BodyTooLargeError || code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
     return 'answered a body larger than allowed';
   }
-  if (name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return 'did not answer in time';
-  }
+  if (isTimeout(error)) return 'did not answer in time';
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'did not accept a connection in time';
   if (code === 'ECONNREFUSED') return 'refused the connection';
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED') {

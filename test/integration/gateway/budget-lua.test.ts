@@ -40,7 +40,7 @@ type Step =
   | {
       kind: 'answer';
       pick: number;
-      status: 200 | 429;
+      status: 0 | 200 | 429;
       headers: { limit: number; remaining: number; resetInMs: number } | undefined;
       retryAfterMs: number | undefined;
       jitter: number;
@@ -55,7 +55,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('answer' as const),
       pick: fc.nat(),
-      status: fc.constantFrom<200 | 429>(200, 200, 200, 200, 200, 429),
+      status: fc.constantFrom<0 | 200 | 429>(200, 200, 200, 200, 200, 429, 0),
       headers: fc.option(
         fc.record({
           limit: fc.integer({ min: 1, max: 50 }),

@@ -31,18 +31,21 @@ export type Reservation =
     }
   | { readonly ok: false; readonly room: Room };
 
-/** What recording an answer left: a 429's pause, the key's room now, and its budget as known. */
+/** What recording an answer left: a 429's pause, the key's room now (when asked for), and its budget as known. */
 export interface Recorded {
   readonly pauseMs: number;
-  readonly room: Room;
+  readonly room: Room | undefined;
   readonly view: BudgetView | undefined;
 }
 
 export interface BudgetStore {
   /** Plans one request of the key now, or says why not and until when. */
   reserve(keyId: string, now: number): Promise<Reservation>;
-  /** Records the answer to a planned request, on the store that planned it (`epoch`). */
-  answer(keyId: string, seq: number, said: Answer, now: number, epoch: number): Promise<Recorded>;
+  /**
+   * Records the answer to a planned request, on the store that planned it (`epoch`); the key's room
+   * after it only when `wantRoom` (requests of the key wait here: it costs Redis a read of the log).
+   */
+  answer(keyId: string, seq: number, said: Answer, now: number, epoch: number, wantRoom?: boolean): Promise<Recorded>;
   /** Ends a planned request that got no answer (a network failure, or never sent). */
   release(keyId: string, seq: number, now: number, epoch: number): Promise<Room>;
   /** Forgets a key the upstream refused (401/403): no budget is kept for a key that does not exist. */

@@ -73,6 +73,8 @@ export interface KeyQueues {
   admit<T>(waiter: Waiter, ask: () => Promise<Asked<T>>, giveBack: (value: T) => void): Promise<Admission<T>>;
   /** The key's room changed outside a request of this process (another replica's answer): waiting requests ask again. */
   changed(keyId: string, room?: Room): void;
+  /** Whether requests of the key wait here. */
+  waiting(keyId: string): boolean;
   stats(): { readonly keys: number; readonly waiting: number; readonly jobs: number };
   close(): Promise<void>;
 }
@@ -82,7 +84,8 @@ export interface KeyQueuesOptions {
   readonly perKey: number;
   /**
    * The plan's smallest window (none: throttling off). While two clients or more of a key have been
-   * active within it, waiting requests are let go one at a time, window/count apart, in turn by client.
+   * active within it and it was spent lately, waiting requests are let go one at a time,
+   * window/count apart, in turn by client.
    */
   readonly window?: { readonly count: number; readonly windowMs: number } | undefined;
   /** Requests one client may have waiting per key. */
@@ -114,6 +117,8 @@ interface Key {
    * grid of window/count, so a send delayed (a timer, a round trip) does not delay every later one.
    */
   lastPaced: number;
+  /** Until when the key counts as spent: a window after the store last said its window or Remaining was. */
+  spentUntil: number;
 }
 
 /** Clients remembered per key at most (the least recently seen go first). */
@@ -140,6 +145,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
         wakeAt: 0,
         seen: new Map(),
         lastPaced: 0,
+        spentUntil: 0,
       };
       keys.set(keyId, key);
     }
@@ -174,10 +180,11 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     const room = key.room;
     const free = room === undefined || room.until <= now() ? Math.max(1, room?.free ?? 1) : room.free;
     let n = Math.min(waitingJobs, free, perKey - key.running - key.granted);
-    if (n > 0 && spacingMs > 0 && active(key) >= 2) {
-      // Several clients want the key: its sends are spread at the plan's rate, one to each in turn,
-      // so a window's sends do not all go in the burst it frees to whoever waited then. One is let
-      // go at a time; one that finds its caller gone, or the store saying no, does not count.
+    if (n > 0 && spaced(key)) {
+      // Several clients want more than the key's window holds: its sends are spread at the plan's
+      // rate, one to each in turn, so a window's sends do not all go in the burst it frees to
+      // whoever waited then. One is let go at a time; one that finds its caller gone, or the store
+      // saying no, does not count.
       if (key.granted > 0) return;
       const next = key.lastPaced + spacingMs;
       if (next > now()) return void wakeAt(key, next);
@@ -189,6 +196,11 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
       return;
     }
     if (room !== undefined && room.free <= 0) wakeAt(key, room.until);
+  }
+
+  /** Whether the key's waiting requests go spaced: its window was spent lately, with two clients or more active. */
+  function spaced(key: Key): boolean {
+    return spacingMs > 0 && now() < key.spentUntil && active(key) >= 2;
   }
 
   /** Clients of the key with a request waiting, or that asked within the plan's smallest window. */
@@ -220,8 +232,19 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     );
   }
 
+  /**
+   * The store's word on the key's room. A full window or a spent Remaining marks the key spent until
+   * a window after it frees: the sends it frees then go to requests that waited for them.
+   */
+  function learn(key: Key, room: Room | undefined): void {
+    key.room = room;
+    if (room?.wait === 'window' || room?.wait === 'gate') {
+      key.spentUntil = Math.max(key.spentUntil, room.until + (options.window?.windowMs ?? 0));
+    }
+  }
+
   function note(key: Key, room: Room | undefined): void {
-    if (room !== undefined) key.room = room;
+    if (room !== undefined) learn(key, room);
     grant(key);
   }
 
@@ -313,7 +336,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
           }
           if (!asked.ok || !open) {
             key.running--;
-            key.room = asked.room;
+            learn(key, asked.room);
             // Planned after its caller was answered (the store was slow): given back, never sent.
             if (asked.ok) giveBack(asked.value);
             // Refused after all (another replica took the room): it waits again.
@@ -324,7 +347,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
           jobs++;
           key.lastPaced = Math.max(key.lastPaced + spacingMs, now() - spacingMs);
           // What the store said after planning it: more may go at once.
-          key.room = asked.room;
+          learn(key, asked.room);
           grant(key);
           // The job holds its connection (bottleneck's concurrency) until the request is over.
           await new Promise<void>((end) => resolve(admission(waiter.keyId, key, asked.value, end)));
@@ -358,11 +381,11 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
           throw error;
         }
         if (asked.ok) {
-          key.room = asked.room;
+          learn(key, asked.room);
           return admission(waiter.keyId, key, asked.value);
         }
         key.running--;
-        key.room = asked.room;
+        learn(key, asked.room);
       }
       try {
         return await enqueue(waiter, key, ask, giveBack, since);
@@ -373,9 +396,10 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     changed(keyId, room) {
       const key = keys.get(keyId);
       if (key === undefined) return;
-      key.room = room;
+      learn(key, room);
       grant(key);
     },
+    waiting: (keyId) => (keys.get(keyId)?.queued ?? 0) > 0,
     stats: () => ({ keys: keys.size, waiting, jobs }),
     async close() {
       for (const key of keys.values()) clearTimeout(key.wake);

@@ -23,9 +23,10 @@ import { rateLimited, unavailable } from '../errors.js';
 import { canCharge, charge, type Operation, refund } from '../operation.js';
 import { isWrite, type Stage, type UpstreamCall } from '../pipeline.js';
 import type { UpstreamResponse } from '../response.js';
+import { isTimeout } from '../stages/attempt.js';
 import type { BudgetStore } from './budget.js';
 import { type Admission, type Asked, createKeyQueues, type KeyQueues, type Refusal } from './key-queue.js';
-import { BACKOFF_MS, type BudgetView } from './model.js';
+import { BACKOFF_MS, type BudgetView, NO_ANSWER } from './model.js';
 import { readRateHeaders, readRetryAfter } from './rate-headers.js';
 import type { Slots } from './slots.js';
 
@@ -212,7 +213,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const retryAfter = response.status === 429 ? readRetryAfter(response, at, options.maxRetryAfterMs) : undefined;
     if (retryAfter?.clamped) warnClamped(call.keyId, 'retry-after');
     const said = { status: response.status, word, retryAfterMs: retryAfter?.ms, jitter: random() };
-    const recorded = await store.answer(call.keyId, planned.seq, said, at, planned.epoch);
+    const recorded = await store.answer(call.keyId, planned.seq, said, at, planned.epoch, queues.waiting(call.keyId));
     if (recorded.view !== undefined) remember(views, call.keyId, { view: recorded.view, at });
     return recorded;
   }
@@ -261,8 +262,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       response = await send(call, next);
     } catch (error) {
       planned.releasePool();
-      const room = await store.release(call.keyId, planned.seq, now(), planned.epoch).catch(() => undefined);
-      admitted.done(room);
+      // A request that went unanswered may have counted; one that broke or never left gives its place back.
+      const noAnswer = call.dispatched && isTimeout(error);
+      const said = { status: NO_ANSWER, word: NOTHING, retryAfterMs: undefined, jitter: random() };
+      const ended = noAnswer
+        ? store.answer(call.keyId, planned.seq, said, now(), planned.epoch).then((recorded) => recorded.room)
+        : store.release(call.keyId, planned.seq, now(), planned.epoch);
+      admitted.done(await ended.catch(() => undefined));
       throw error;
     }
     planned.releasePool();
@@ -418,3 +424,6 @@ function untilLeft<T>(work: Promise<T>, signal: CancelSignal): Promise<T> {
     );
   });
 }
+
+/** No usable rate-limit headers (a request that brought no answer). */
+const NOTHING = { limit: 0, remaining: 0, resetAt: 0 };

@@ -222,6 +222,7 @@ export function reserve(
 
 /** What an answer to the request `seq` said. */
 export interface Answer {
+  /** Its HTTP status; NO_ANSWER when none came in time (the request may still have counted). */
   readonly status: number;
   /** Its X-RateLimit-* headers (resetAt 0: none usable). */
   readonly word: Word;
@@ -231,12 +232,20 @@ export interface Answer {
   readonly jitter: number;
 }
 
-/** Records an answer; returns how long a 429 paused the key (0 for any other answer). */
+/**
+ * The status of a request written to the upstream that brought no answer in time. To the budget it
+ * is a 429 without Retry-After: an upstream that refuses silently (or counts and never answers)
+ * would otherwise get a probe every time-out, and a ban after ten in one 429 period; backing off
+ * keeps that to a handful a minute.
+ */
+export const NO_ANSWER = 0;
+
+/** Records an answer; returns how long a 429 (or no answer) paused the key (0 for any other answer). */
 export function answer(budget: KeyBudget, plan: Plan, seq: number, said: Answer, now: number): number {
   budget.inflight.delete(seq);
   // Answers to requests planned before the last 429 describe a past the pause has overtaken.
   const fresh = seq > budget.pauseSeq;
-  if (said.status === 429) return paused(budget, fresh, said, now);
+  if (said.status === 429 || said.status === NO_ANSWER) return paused(budget, fresh, said, now);
   if (fresh) budget.strikes = 0;
   const { word } = said;
   const gate = budget.gate;

@@ -155,7 +155,7 @@ export class RedisBudget {
             resetAt: reset === -1 ? undefined : reset,
             ...(paused === 1 ? { paused: true } : {}),
           };
-    return { pauseMs, room: roomOf(free, until, why), view };
+    return { pauseMs, room: wantRoom ? roomOf(free, until, why) : undefined, view };
   }
 
   async release(keyId: string, seq: number, now: number, plan: Plan, wantRoom: boolean): Promise<Room> {

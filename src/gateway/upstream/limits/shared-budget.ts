@@ -200,7 +200,7 @@ export class SharedBudgetStore implements BudgetStore {
     );
   }
 
-  answer(keyId: string, seq: number, said: Answer, now: number, epoch: number): Promise<Recorded> {
+  answer(keyId: string, seq: number, said: Answer, now: number, epoch: number, wantRoom = true): Promise<Recorded> {
     if (epoch !== this.epoch) {
       // Planned on the other side of a move: only a 429's pause carries over (to no request of this side).
       if (said.status !== 429) return Promise.resolve({ pauseMs: 0, room: openRoom(now), view: undefined });
@@ -209,7 +209,7 @@ export class SharedBudgetStore implements BudgetStore {
     return this.#fallback.run(
       () =>
         this.#on(keyId, async () => {
-          const recorded = await this.#redis.answer(keyId, seq, said, now, this.#plan(), true);
+          const recorded = await this.#redis.answer(keyId, seq, said, now, this.#plan(), wantRoom);
           this.#done(keyId, seq);
           return recorded;
         }),

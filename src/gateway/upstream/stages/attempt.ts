@@ -36,6 +36,12 @@ export class NotSentError extends Error {
   }
 }
 
+/** Whether an exchange failed for time: ours (PETSTORE_TIMEOUT), or undici's for the headers or the body. */
+export function isTimeout(error: unknown): boolean {
+  const { name, code } = (error ?? {}) as { name?: string; code?: string };
+  return name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
+}
+
 /** A body over the cap, declared or read. */
 export class BodyTooLargeError extends Error {
   readonly code = 'UND_ERR_RES_EXCEEDED_MAX_SIZE';

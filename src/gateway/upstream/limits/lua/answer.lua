@@ -14,7 +14,8 @@ if redis.call('HDEL', KEYS[1], 'f' .. seq .. '@' .. tag) == 1 then
 end
 local fresh = seq > b.pseq
 local pauseMs = 0
-if status == 429 then
+-- 0: no answer came in time (model.ts NO_ANSWER), as a 429 without Retry-After.
+if status == 429 or status == 0 then
   b.k = b.k + 1
   local backoff = math.min({{BACKOFF_MAX_MS}}, {{BACKOFF_MS}} * 2 ^ (b.k - 1)) * (1 + jitter / 2)
   if retryAfter >= {{BACKOFF_MS}} then pauseMs = retryAfter else pauseMs = math.floor(backoff + 0.5) end
@@ -55,7 +56,8 @@ else
   for _, v in ipairs({ 'cw', b.cw, 'tr', tr }) do set[#set + 1] = v end
 end
 if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
-keep(b)
+-- The reservation kept the state as long as it can matter; a 429's pause may outlast that.
+if pauseMs > 0 then keep(b) end
 tell(b, ARGV[ARG + 8], ARGV[ARG + 9])
 local free, untilAt, why = 0, 0, NONE
 if wantRoom then free, untilAt, why = measure(b) end
