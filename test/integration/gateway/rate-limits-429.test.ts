@@ -1,8 +1,9 @@
 /**
  * What the gateway does after a 429 from the reference store (issue 34, item 3): one pause per key,
  * never shorter than a second when Retry-After asks for none (0, a date in the past from a clock
- * behind ours, or unreadable), doubling for 429s in a row; shared by the key's queued sends; and
- * every retry drawn from its operation's share. Windows of a second or three stand in for minutes.
+ * behind ours, or unreadable), doubling for 429s in a row; shared by the key's queued sends; a
+ * first retry on any plan, further ones drawn from its operation's share. Windows of a second or
+ * three stand in for minutes.
  */
 
 import { afterEach, describe, expect, it } from 'vitest';
@@ -44,6 +45,32 @@ async function alignToWindow(windowMs: number): Promise<void> {
 const fromGateway = (target: Stack, direct: number): RequestRecord[] => target.requests.slice(direct);
 
 describe('after a 429', () => {
+  it.each([
+    ['delay-seconds', 'seconds'],
+    ['an HTTP-date', 'http-date'],
+  ] as const)(
+    'answers with data after the Retry-After (%s) on a small plan whose share holds no retry',
+    async (_label, format) => {
+      // Issue 43: on 5/2s an operation's share is 1 (a quarter of 5); the retry after the 429 was refused.
+      const target = await start({
+        store: { keys: { [TEST_KEY]: { perMinute: 5, perDay: 100_000 } }, minuteMs: 2_000, retryAfter: format },
+        env: { PETSTORE_RATE_LIMITS: '5/2s', PETSTORE_MAX_WAIT: '60s', PETSTORE_COALESCE: 'false' },
+      });
+      await alignToWindow(2_000);
+      await exhaustDirectly(target, 5);
+      const direct = target.requests.length;
+      const started = Date.now();
+      const response = await target.query('{ pets(first: 1) { nodes { id } } }');
+      expect(response.body.errors).toBeUndefined();
+      const sent = fromGateway(target, direct);
+      // The first try met the spent window's 429, the one retry went after its Retry-After.
+      expect(sent.map((record) => record.status)).toEqual([429, 200]);
+      expect((sent[1]?.receivedAt as number) - (sent[0]?.receivedAt as number)).toBeGreaterThanOrEqual(900);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    },
+    20_000,
+  );
+
   it('pauses at least a second when Retry-After is a date in the past (a clock behind ours): no burst, no ban', async () => {
     const SKEW_MS = 120_000;
     const target = await start({
