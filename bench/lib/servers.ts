@@ -30,12 +30,25 @@ export const BENCH_KEY = 'k';
  * the demo catalogue unless `seed`, BENCH_KEY with limits no run reaches unless `perWindow` in
  * `windowMs`; `record` keeps every request (for the benches that count: a load run would fill the heap).
  */
-type StoreOptions = { seed?: Pet[]; delayMs?: number; perWindow?: number; windowMs?: number; record?: boolean };
+type StoreOptions = {
+  seed?: Pet[];
+  delayMs?: number;
+  perWindow?: number;
+  windowMs?: number;
+  record?: boolean;
+  /** More keys with BENCH_KEY's limits. */
+  extraKeys?: readonly string[];
+};
 export async function startStore(options: StoreOptions = {}) {
   const counts = { requests: 0, notOk: 0 };
   const records: RequestRecord[] = [];
   const store = await startPetstore({
-    keys: { [BENCH_KEY]: { perMinute: options.perWindow ?? 1e9, perDay: 1e12 } },
+    keys: Object.fromEntries(
+      [BENCH_KEY, ...(options.extraKeys ?? [])].map((key) => [
+        key,
+        { perMinute: options.perWindow ?? 1e9, perDay: 1e12 },
+      ]),
+    ),
     minuteMs: options.windowMs ?? 60_000,
     seed: options.seed ?? demoCatalogue(),
     responseDelayMs: options.delayMs ?? 0,

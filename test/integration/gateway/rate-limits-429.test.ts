@@ -46,7 +46,7 @@ const fromGateway = (target: Stack, direct: number): RequestRecord[] => target.r
 
 describe('after a 429', () => {
   it.each([
-    ['delay-seconds', 'seconds'],
+    ['delay-seconds', 'delay-seconds'],
     ['an HTTP-date', 'http-date'],
   ] as const)(
     'answers with data after the Retry-After (%s) on a small plan whose share holds no retry',
