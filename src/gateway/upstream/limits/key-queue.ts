@@ -275,6 +275,18 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     return undefined;
   }
 
+  /** A request waiting in its key's queue: answered once, by a turn, its deadline or its client leaving. */
+  interface Wait<T> {
+    readonly waiter: Waiter;
+    readonly key: Key;
+    readonly ask: () => Promise<Asked<T>>;
+    readonly giveBack: (value: T) => void;
+    /** Its priority: the client's requests waiting before it (0-9), kept when it waits again. */
+    readonly priority: number;
+    open: boolean;
+    settle(admitted: Admission<T> | undefined, error?: unknown): void;
+  }
+
   function enqueue<T>(
     waiter: Waiter,
     key: Key,
@@ -286,83 +298,91 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     if (refused !== undefined) return Promise.reject(refused);
     if (waiter.signal?.aborted) return Promise.reject(waiter.signal.reason);
     return new Promise<Admission<T>>((resolve, reject) => {
-      let open = true;
       waiting++;
-      const close = () => {
-        if (!open) return;
-        open = false;
-        waiting--;
-        clearTimeout(timer);
-        waiter.signal?.removeEventListener('abort', onAbort);
-      };
-      const leave = (error: unknown) => {
-        if (!open) return;
-        close();
-        reject(error);
-      };
-      const onAbort = () => leave(waiter.signal?.reason);
+      const onAbort = () => wait.settle(undefined, waiter.signal?.reason);
       const timer = setTimeout(
         () => {
           const connections = key.running >= perKey;
-          leave(options.refuse({ keyId: waiter.keyId, reason: 'deadline', room: key.room, since, connections }));
+          wait.settle(
+            undefined,
+            options.refuse({ keyId: waiter.keyId, reason: 'deadline', room: key.room, since, connections }),
+          );
         },
         Math.max(0, waiter.deadline - now()),
       );
-      waiter.signal?.addEventListener('abort', onAbort, { once: true });
-
-      // Its priority: the client's requests waiting before it (0-9), so clients take turns; kept
-      // when it is refused after all and waits again.
-      const priority = Math.min(9, key.clients.get(waiter.clientId) ?? 0);
-      const schedule = () => {
-        const mine = key.clients.get(waiter.clientId) ?? 0;
-        key.clients.set(waiter.clientId, mine + 1);
-        key.queued++;
-        const job = async () => {
-          key.queued--;
-          key.granted = Math.max(0, key.granted - 1);
-          const left = (key.clients.get(waiter.clientId) ?? 1) - 1;
-          if (left > 0) key.clients.set(waiter.clientId, left);
-          else key.clients.delete(waiter.clientId);
-          // Its caller has gone (deadline or client): nothing is asked, and its unit goes to the next.
-          if (!open) return void grant(key);
-          key.running++;
-          let asked: Asked<T>;
-          try {
-            asked = await ask();
-          } catch (error) {
-            key.running--;
-            leave(error);
-            return void grant(key);
-          }
-          if (!asked.ok || !open) {
-            key.running--;
-            learn(key, asked.room);
-            // Planned after its caller was answered (the store was slow): given back, never sent.
-            if (asked.ok) giveBack(asked.value);
-            // Refused after all (another replica took the room): it waits again.
-            else if (open) schedule();
-            return void grant(key);
-          }
-          close();
-          jobs++;
-          key.lastPaced = Math.max(key.lastPaced + spacingMs, now() - spacingMs);
-          // What the store said after planning it: more may go at once.
-          learn(key, asked.room);
-          grant(key);
-          // The job holds its connection (bottleneck's concurrency) until the request is over.
-          await new Promise<void>((end) => resolve(admission(waiter.keyId, key, asked.value, end)));
-        };
-        limiterOf(key)
-          .schedule({ priority }, job)
-          .catch((error: unknown) => {
-            // Only bottleneck itself can fail here (the job's own errors went to its caller).
-            options.onError?.(error);
-            leave(error);
-          });
-        grant(key);
+      const wait: Wait<T> = {
+        waiter,
+        key,
+        ask,
+        giveBack,
+        priority: Math.min(9, key.clients.get(waiter.clientId) ?? 0),
+        open: true,
+        settle(admitted, error) {
+          if (!wait.open) return;
+          wait.open = false;
+          waiting--;
+          clearTimeout(timer);
+          waiter.signal?.removeEventListener('abort', onAbort);
+          if (admitted === undefined) reject(error);
+          else resolve(admitted);
+        },
       };
-      schedule();
+      waiter.signal?.addEventListener('abort', onAbort, { once: true });
+      schedule(wait);
     });
+  }
+
+  /** Queues the request as a job of its key's bottleneck limiter, and lets waiting ones go if the store's word allows. */
+  function schedule<T>(wait: Wait<T>): void {
+    const { key, waiter } = wait;
+    key.clients.set(waiter.clientId, (key.clients.get(waiter.clientId) ?? 0) + 1);
+    key.queued++;
+    limiterOf(key)
+      .schedule({ priority: wait.priority }, () => turn(wait))
+      .catch((error: unknown) => {
+        // Only bottleneck itself can fail here (the job's own errors went to its caller).
+        options.onError?.(error);
+        wait.settle(undefined, error);
+      });
+    grant(key);
+  }
+
+  /** The job: bottleneck gave the request its turn; it asks the store, and holds its connection until it is over. */
+  async function turn<T>(wait: Wait<T>): Promise<void> {
+    const { key, waiter } = wait;
+    key.queued--;
+    key.granted = Math.max(0, key.granted - 1);
+    const left = (key.clients.get(waiter.clientId) ?? 1) - 1;
+    if (left > 0) key.clients.set(waiter.clientId, left);
+    else key.clients.delete(waiter.clientId);
+    // Its caller has gone (deadline or client): nothing is asked, and its unit goes to the next.
+    if (!wait.open) return void grant(key);
+    key.running++;
+    let asked: Asked<T>;
+    try {
+      asked = await wait.ask();
+    } catch (error) {
+      key.running--;
+      wait.settle(undefined, error);
+      return void grant(key);
+    }
+    if (!asked.ok || !wait.open) {
+      key.running--;
+      learn(key, asked.room);
+      // Planned after its caller was answered (the store was slow): given back, never sent.
+      if (asked.ok) wait.giveBack(asked.value);
+      // Refused after all (another replica took the room): it waits again.
+      else if (wait.open) schedule(wait);
+      return void grant(key);
+    }
+    jobs++;
+    key.lastPaced = Math.max(key.lastPaced + spacingMs, now() - spacingMs);
+    // What the store said after planning it: more may go at once.
+    learn(key, asked.room);
+    grant(key);
+    // The job holds its connection (bottleneck's concurrency) until the request is over.
+    const { value } = asked;
+    await new Promise<void>((end) => wait.settle(admission(waiter.keyId, key, value, end)));
   }
 
   return {
