@@ -140,6 +140,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
       total: config.upstreamConnections,
       perKey: config.upstreamConnections,
       maxQueuedPerClient: Number.POSITIVE_INFINITY,
+      now: deps.now,
     }),
     perKey: config.upstreamConnectionsPerKey,
     maxQueuedPerClient: config.maxQueuedPerClient,

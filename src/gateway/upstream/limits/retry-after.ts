@@ -6,7 +6,7 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   if (value === undefined) return undefined;
   const text = value.trim();
   if (/^[0-9]{1,10}$/.test(text)) return Number(text) * 1000;
-  const at = parseHttpDate(text);
+  const at = parseHttpDate(text, now);
   return at === undefined ? undefined : Math.max(0, at - now);
 }
 
@@ -20,8 +20,8 @@ const ASCTIME_DATE = new RegExp(`^${DAY} ${MONTH} ([0-9 ][0-9]) ${TIME} ([0-9]{4
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
 /** The three HTTP-date forms of RFC 9110 section 5.6.7, all in GMT; anything else is undefined. */
-function parseHttpDate(text: string): number | undefined {
-  const parts = httpDateParts(text);
+function parseHttpDate(text: string, now: number): number | undefined {
+  const parts = httpDateParts(text, now);
   if (parts === undefined) return undefined;
   const [year, month, day, hour, minute, second] = parts;
   const at = Date.UTC(Number(year), MONTHS.indexOf(month), Number(day), Number(hour), Number(minute), Number(second));
@@ -30,14 +30,14 @@ function parseHttpDate(text: string): number | undefined {
 
 type DateParts = [year: string, month: string, day: string, hour: string, minute: string, second: string];
 
-function httpDateParts(text: string): DateParts | undefined {
+function httpDateParts(text: string, now: number): DateParts | undefined {
   const imf = IMF_FIXDATE.exec(text);
   if (imf) return [imf[3], imf[2], imf[1], imf[4], imf[5], imf[6]] as DateParts;
   const rfc850 = RFC850_DATE.exec(text);
   if (rfc850) {
     // Two-digit years: one more than 50 years ahead is read as the past century (RFC 9110 section 5.6.7).
     const year = 2000 + Number(rfc850[3]);
-    const fullYear = year > new Date().getUTCFullYear() + 50 ? year - 100 : year;
+    const fullYear = year > new Date(now).getUTCFullYear() + 50 ? year - 100 : year;
     return [String(fullYear), rfc850[2], rfc850[1], rfc850[4], rfc850[5], rfc850[6]] as DateParts;
   }
   const asctime = ASCTIME_DATE.exec(text);
