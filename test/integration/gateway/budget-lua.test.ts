@@ -126,4 +126,29 @@ describe('the budget on Redis', () => {
       { numRuns: 300 },
     );
   }, 60_000);
+
+  it("keeps a key's state and log as long as they can matter (its longest window, a pause), and then lets them expire", async () => {
+    const plan = {
+      windows: [
+        { count: 5, windowMs: 20_000 },
+        { count: 8, windowMs: 60_000 },
+      ],
+      share: 1,
+    };
+    const onRedis = new RedisBudget({ client, prefix: 'ttl', tag: 't', inflightMs: 30_000, channel: 'c' });
+    const keys = ['ttl:{k}:budget', 'ttl:{k}:sends'];
+    const ttls = async () => Promise.all(keys.map((key) => client.pttl(key)));
+    const now = 1_795_000_000_000;
+    const first = await onRedis.reserve('k', plan, now);
+    for (const ttl of await ttls()) {
+      expect(ttl).toBeGreaterThan(60_000);
+      expect(ttl).toBeLessThanOrEqual(120_000);
+    }
+    // A 429 whose pause outlasts the longest window keeps the state past it.
+    const said = { status: 429, word: { limit: 0, remaining: 0, resetAt: 0 }, retryAfterMs: 300_000, jitter: 0 };
+    await onRedis.answer('k', first.seq, said, now + 1_000, plan, false);
+    const [budget] = await ttls();
+    expect(budget).toBeGreaterThan(300_000);
+    expect(budget).toBeLessThanOrEqual(361_000);
+  });
 });

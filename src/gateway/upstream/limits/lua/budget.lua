@@ -8,7 +8,8 @@
 -- replica never reports back; then the script's own arguments from ARGV[ARG].
 -- State fields: seq, pause, pseq (seq at the latest 429), k (429s in a row), cw (congestion
 -- window), tr (1: the upstream counts our sends), n (requests in flight), wait (1: a replica waits
--- on an answer), sw (when expired requests in flight were last looked for), the gate (gbase, grem, greset, gfrom, glimit, grep) and one field per request in
+-- on an answer), sw (when expired requests in flight were last looked for), ex (when both keys
+-- expire), the gate (gbase, grem, greset, gfrom, glimit, grep) and one field per request in
 -- flight, f<seq>@<tag>, holding when it stops counting.
 local PROBE, LOW, SAFE, MAX = {{PROBE_MS}}, {{ONE_AT_A_TIME_BELOW}}, {{SAFE_CWND}}, {{MAX_CWND}}
 local NONE, PAUSED, WINDOW, GATE, ANSWER = 0, 1, 2, 3, 4
@@ -22,11 +23,12 @@ if nw > 0 then longest = windows[nw].ms end
 
 local function load()
   local st = redis.call('HMGET', KEYS[1], 'seq', 'pause', 'pseq', 'k', 'cw', 'tr', 'n', 'wait', 'sw',
-    'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep')
+    'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep', 'ex')
   local b = {
     seq = tonumber(st[1] or '0'), pause = tonumber(st[2] or '0'), pseq = tonumber(st[3] or '0'),
     k = tonumber(st[4] or '0'), cw = tonumber(st[5] or SAFE), tr = st[6] == '1',
     n = tonumber(st[7] or '0'), wait = st[8] == '1', swept = tonumber(st[9] or '0'),
+    ex = tonumber(st[16] or '0'),
   }
   if st[10] then
     b.gate = { base = tonumber(st[10]), rem = tonumber(st[11]), reset = tonumber(st[12]),
@@ -47,7 +49,12 @@ end
 
 local function allowedOf(count) return math.max(1, math.floor(count * share)) end
 
-local function inWindow(ms) return redis.call('ZCOUNT', KEYS[2], '(' .. (now - ms), '+inf') end
+-- Sends in the last `ms`, counted once per script (no script adds to the log and then counts it).
+local counted = {}
+local function inWindow(ms)
+  if counted[ms] == nil then counted[ms] = redis.call('ZCOUNT', KEYS[2], '(' .. (now - ms), '+inf') end
+  return counted[ms]
+end
 
 -- The score of the log's i-th newest send.
 local function newest(i) return tonumber(redis.call('ZRANGE', KEYS[2], -i, -i, 'WITHSCORES')[2]) end
@@ -102,10 +109,17 @@ local function view(b)
   return limit, remaining, used, reset, paused
 end
 
--- Keeps the key's state as long as anything in it can matter: its log, its pause, its requests out.
+-- Keeps the key's state and log as long as anything in them can matter: its log, its pause, its
+-- requests out. Both expire at ex, renewed a minute ahead only when that falls short, so most calls
+-- spend no command on it. ex is on the callers' clock, which may not be Redis's, so it is set as a
+-- TTL; the minute ahead also covers replicas whose clocks differ by less.
 local function keep(b)
-  local ms = math.max(longest, flight, b.pause - now) + 60000
-  redis.call('PEXPIRE', KEYS[1], ms)
+  local need = now + math.max(longest, flight, b.pause - now)
+  if b.ex >= need then return end
+  b.ex = need + 60000
+  redis.call('HSET', KEYS[1], 'ex', b.ex)
+  redis.call('PEXPIRE', KEYS[1], b.ex - now)
+  redis.call('PEXPIRE', KEYS[2], b.ex - now)
 end
 
 -- A replica waiting on an answer of this key (marked by a refused reserve) is told of this one.

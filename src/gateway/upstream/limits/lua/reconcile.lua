@@ -12,9 +12,6 @@ end
 for i = ARG + 1, #ARGV do
   redis.call('ZADD', KEYS[2], tonumber(ARGV[i]), 'l' .. (i - ARG) .. ':' .. ARGV[i] .. '@' .. tag)
 end
-if #ARGV > ARG and longest > 0 then
-  redis.call('PEXPIRE', KEYS[2], math.max(redis.call('PTTL', KEYS[2]), longest))
-end
 local all, live, suffix = redis.call('HGETALL', KEYS[1]), 0, '@' .. tag
 for i = 1, #all, 2 do
   local field = all[i]
@@ -29,4 +26,5 @@ end
 redis.call('HDEL', KEYS[1], 'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep')
 redis.call('HSET', KEYS[1], 'n', live)
 keep(b)
+if #ARGV > ARG then redis.call('PEXPIRE', KEYS[2], b.ex - now) end
 return live

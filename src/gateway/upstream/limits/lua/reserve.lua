@@ -1,7 +1,7 @@
 -- Plans one request now, or says why not: {1, seq, free, until, why, used} or {0, 0, free, until,
 -- why, 0} (model.ts `reserve`; used: the most sends any window holds with this one).
 local b = load()
-if nw > 0 and b.seq % 16 == 0 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - longest) end
+if nw > 0 and b.seq % 16 == 15 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - longest) end
 local free, untilAt, why, used, g, left = measure(b)
 if why == ANSWER and b.n > 0 and b.swept + PROBE <= now then
   -- Requests of a replica that never reported back stop counting when their time is up (looked
@@ -49,8 +49,9 @@ if g.from == -1 and (b.gate == nil or b.gate.reset <= now) then
 end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('ZADD', KEYS[2], now, seq .. '@' .. tag)
-redis.call('PEXPIRE', KEYS[2], longest + 60000)
 keep(b)
+-- A log that held nothing in its longest window may be new: it gets the state's expiry.
+if used[nw] == 0 then redis.call('PEXPIRE', KEYS[2], b.ex - now) end
 if after <= 0 then return { 1, seq, 0, windowFree, WINDOW, most } end
 if left - 1 <= 0 then
   if g.from == -1 then return { 1, seq, 0, g.reset, ANSWER, most } end
