@@ -131,7 +131,7 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
     );
 
     // The primary that holds the budget key's slot dies as in a crash.
-    const budgetKey = `${prefix}:{${keyIdOf(TEST_KEY)}}:state`;
+    const budgetKey = `${prefix}:{${keyIdOf(TEST_KEY)}}:budget`;
     const primary = await ha.primaryFor(budgetKey);
     const killedAt = Date.now();
     await ha.kill(primary);
