@@ -9,14 +9,16 @@
  * (2) new keys: 5,000 requests, each with a key the upstream has never seen and refuses (the
  *     defaults: the free plan), against the same with throttling off: time and RSS; and the heap a
  *     key the upstream accepts keeps, idle, over 5,000 of them.
- * (3) Redis: two replicas on one redis-server, the same plan, 400 queries: commands Redis ran and
- *     the time it spent (INFO commandstats) per upstream request.
+ * (3) Redis: two replicas on one redis-server, the same plan, 400 queries: per upstream request, the
+ *     commands Redis ran, the ones the gateways sent (round trips) and Redis's CPU time (I/O
+ *     included), so how many upstream requests one Redis core carries.
  */
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { script } from '../src/gateway/upstream/limits/redis-budget.js';
 import { load, requireWrk, setting } from './lib/load.js';
 import { LOAD_CORE, pinSelf, rssMb, SERVER_CORE, stop, stopAll } from './lib/processes.js';
 import { GATEWAY_NODE, gql, startGateway, startRedis, startStore } from './lib/servers.js';
@@ -148,6 +150,11 @@ async function redisCost(): Promise<string> {
   const redis = await startRedis();
   const port = new URL(redis.url).port;
   const cli = (...args: string[]) => execFileSync('redis-cli', ['-p', port, ...args], { encoding: 'utf8' });
+  const cpuSeconds = () => {
+    const info = cli('INFO', 'cpu');
+    const read = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+    return read('used_cpu_user') + read('used_cpu_sys');
+  };
   const store = await startStore();
   const settings = { ...PLAN, REDIS_URL: redis.url };
   const replicas = [
@@ -156,28 +163,108 @@ async function redisCost(): Promise<string> {
   ];
   const query = (i: number) =>
     gql((replicas[i % 2] as { url: string }).url, `{ pets(first: ${(i % 100) + 1}) { nodes { id } } }`);
+  /** 400 queries 8 at a time; the upstream requests they made. */
+  const load = async (from: number) => {
+    const before = store.counts().requests;
+    for (let i = from; i < from + 400; i += 8) await Promise.all(Array.from({ length: 8 }, (_, j) => query(i + j)));
+    return store.counts().requests - before;
+  };
   for (let i = 0; i < 20; i++) await query(i);
+  // Redis's own upkeep (serverCron, ten times a second) is not the requests' cost: measured idle, taken off.
+  const idleFrom = cpuSeconds();
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const idlePerMs = (cpuSeconds() - idleFrom) / 2_000;
+  // Pass 1: what Redis runs (commands inside scripts included) and the CPU it spends, I/O included.
   cli('CONFIG', 'RESETSTAT');
-  const before = store.counts().requests;
-  for (let i = 0; i < 400; i += 8) await Promise.all(Array.from({ length: 8 }, (_, j) => query(i + j)));
-  const upstream = store.counts().requests - before;
+  const cpuBefore = cpuSeconds();
+  const startedAt = performance.now();
+  const upstream = await load(1_000);
+  const wall = performance.now() - startedAt;
+  const cpu = cpuSeconds() - cpuBefore - idlePerMs * wall;
   let commands = 0;
   let scripts = 0;
+  // Summed as the issue's baseline was: a script's own commands count in it and again by themselves.
   let usec = 0;
   for (const [, name, calls, spent] of cli('INFO', 'commandstats').matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)) {
     if (name === 'evalsha' || name === 'eval') scripts += Number(calls);
     commands += Number(calls);
     usec += Number(spent);
   }
+  // Pass 2, watched by MONITOR (which costs Redis time, so not in pass 1): the commands the
+  // gateways sent, i.e. their round trips; the ones scripts ran are marked "lua" and left out.
+  const monitor = spawn('redis-cli', ['-p', port, 'monitor'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let sent = 0;
+  let rest = '';
+  monitor.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) if (/^\d+\.\d+ \[\d+ (?!lua)/.test(line)) sent++;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const sentBefore = sent;
+  const watched = await load(2_000);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const roundTrips = sent - sentBefore;
+  monitor.kill();
+  const capacity = saturated(port);
   await stopAll();
   await redis.stop();
-  const head = ['upstream requests', 'commands per request (scripts)', 'Redis µs per request'];
+  const head = [
+    'upstream requests',
+    'commands Redis ran per request (scripts)',
+    'sent per request (round trips)',
+    'Redis time per request, µs (in commands; CPU)',
+    'upstream requests/s one Redis core carries (saturated)',
+  ];
   const row = [
     upstream,
     `${(commands / upstream).toFixed(1)} (${(scripts / upstream).toFixed(1)})`,
-    (usec / upstream).toFixed(0),
+    (roundTrips / watched).toFixed(1),
+    `${(usec / upstream).toFixed(0)}; ${((cpu * 1e6) / upstream).toFixed(0)}`,
+    `${Math.round(capacity.perSecond / 100) * 100} (${capacity.detail})`,
   ];
-  return `(3) Two replicas on one redis-server, the same plan, 400 queries 8 at a time (INFO commandstats):\n\n${table(head, [row])}`;
+  return `(3) Two replicas on one redis-server, the same plan, 400 queries 8 at a time (INFO commandstats and cpu; MONITOR in a second pass; redis-benchmark):\n\n${table(head, [row])}`;
+}
+
+/**
+ * What one Redis core carries when saturated: redis-benchmark (50 clients, on the other core) runs
+ * the reservation script on a new key each time and the answer script, the two an upstream request
+ * costs; one request costs the time of one of each.
+ */
+function saturated(port: string): { perSecond: number; detail: string } {
+  const rate = (...command: string[]) => {
+    const out = execFileSync(
+      'taskset',
+      ['-c', SERVER_CORE, 'redis-benchmark', '-p', port, '-q', '-c', '50', '-n', '100000', '-r', '1000000', ...command],
+      { encoding: 'utf8' },
+    );
+    return Number(/([\d.]+) requests per second/.exec(out)?.[1] ?? Number.NaN);
+  };
+  const load = (name: 'reserve' | 'answer') =>
+    execFileSync('redis-cli', ['-p', port, 'SCRIPT', 'LOAD', script(name)], { encoding: 'utf8' }).trim();
+  const keys = ['2', 'b:{__rand_int__}:budget', 'b:{__rand_int__}:sends'];
+  // RedisBudget's arguments: now, tag, the plan's windows (count, ms), share, in-flight time.
+  const common = ['1800000000000', 'bench', '2', '60', '60000', '1000', '86400000', '1', '30000'];
+  const reserve = rate('EVALSHA', load('reserve'), ...keys, ...common);
+  // seq, status, limit, remaining, reset, Retry-After, jitter, want the room, channel, key id.
+  const answer = rate(
+    'EVALSHA',
+    load('answer'),
+    ...keys,
+    ...common,
+    '1',
+    '200',
+    '60',
+    '59',
+    '1800000060000',
+    '-1',
+    '0.5',
+    '1',
+    'c',
+    'k',
+  );
+  const perSecond = 1 / (1 / reserve + 1 / answer);
+  return { perSecond, detail: `reserve ${Math.round(reserve)}/s, answer ${Math.round(answer)}/s` };
 }
 
 requireWrk();

@@ -31,8 +31,8 @@ const CONSTANTS: Record<string, number> = {
   BACKOFF_MAX_MS,
 };
 
-/** A script of lua/: the model's Lua (budget.lua) and its own body, the model's constants filled in. */
-function script(name: string): string {
+/** A script of lua/: the model's Lua (budget.lua) and its own body, the model's constants filled in (exported for bench/cost.ts). */
+export function script(name: 'reserve' | 'answer' | 'release' | 'reconcile' | 'beat'): string {
   const read = (file: string) => readFileSync(new URL(`./lua/${file}.lua`, import.meta.url), 'utf8');
   const text = name === 'beat' ? read(name) : `${read('budget')}\n${read(name)}`;
   return text.replace(/\{\{(\w+)\}\}/g, (_, constant: string) => String(CONSTANTS[constant]));
