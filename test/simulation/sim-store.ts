@@ -37,7 +37,7 @@ interface Key {
   readonly budget: model.KeyBudget;
   /** Which replica planned each request in flight (the Lua's f<seq>@<tag>). */
   readonly tags: Map<number, string>;
-  /** A replica was refused until an answer arrives: the next answer tells them (the Lua's `wait`). */
+  /** A replica waits until an answer arrives: the next answer tells them (the Lua's `wait`). */
   waiting: boolean;
 }
 
@@ -210,9 +210,10 @@ export class SimStore {
             return { ok: false, seq: 0, room: planned.room, used: 0 };
           }
           if (plan.windows.length > 0) key.tags.set(planned.seq, tag);
+          if (planned.room.wait === 'answer') key.waiting = true;
           return { ok: true, seq: planned.seq, room: planned.room, used: planned.used };
         }),
-      answer: (keyId, seq, said, now, plan) =>
+      answer: (keyId, seq, said, now, plan, wantRoom) =>
         this.exec(index, (state): Recorded => {
           const key = this.#key(state, keyId);
           // The Lua ends a request in flight only for the replica that planned it (f<seq>@<tag>): for
@@ -225,15 +226,19 @@ export class SimStore {
             key.budget.inflight.add(seq);
           } else key.tags.delete(seq);
           this.#tell(key, keyId, channel);
-          return { pauseMs, room: model.room(key.budget, plan, now), view: model.view(key.budget, plan, now) };
+          const room = model.room(key.budget, plan, now);
+          if (wantRoom && room.wait === 'answer') key.waiting = true;
+          return { pauseMs, room, view: model.view(key.budget, plan, now) };
         }),
-      release: (keyId, seq, now, plan) =>
+      release: (keyId, seq, now, plan, wantRoom) =>
         this.exec(index, (state) => {
           const key = this.#key(state, keyId);
           if (key.tags.get(seq) === tag) model.release(key.budget, seq);
           key.tags.delete(seq);
           this.#tell(key, keyId, channel);
-          return model.room(key.budget, plan, now);
+          const room = model.room(key.budget, plan, now);
+          if (wantRoom && room.wait === 'answer') key.waiting = true;
+          return room;
         }),
       reconcile: (keyId, pausedUntil, sent) =>
         this.exec(index, (state) => {

@@ -119,6 +119,31 @@ describe('the Redis budget between replicas', () => {
     expect(heard).toEqual(['k']);
     expect(await waiter.reserve('k', Date.now())).toMatchObject({ ok: true });
   });
+
+  it("tells a replica its own answer left waiting on another one's request when that one is answered", async () => {
+    const { cutOff: first, direct: second } = await replicas();
+    const heard: string[] = [];
+    first.watch((keyId) => heard.push(keyId));
+    const resetAt = Date.now() + 60_000;
+    // The upstream's word first: plenty left, so two go at once.
+    expect(await send(first, 50, resetAt)).toMatchObject({ ok: true });
+    const theirs = await second.reserve('k', Date.now());
+    const mine = await first.reserve('k', Date.now());
+    expect([theirs.ok, mine.ok]).toEqual([true, true]);
+    // Three left: one at a time, so the first replica's next request waits on the second's answer.
+    const recorded = await first.answer(
+      'k',
+      (mine as { seq: number }).seq,
+      said(3, resetAt),
+      Date.now(),
+      first.epoch,
+      true,
+    );
+    expect(recorded.room).toMatchObject({ free: 0, wait: 'answer' });
+    await second.answer('k', (theirs as { seq: number }).seq, said(2, resetAt), Date.now(), second.epoch);
+    await until('the answer published', () => heard.length > 0, { timeoutMs: 3_000, everyMs: 10 });
+    expect(await first.reserve('k', Date.now())).toMatchObject({ ok: true });
+  });
 });
 
 describe('the Redis budget when one replica is cut off', () => {

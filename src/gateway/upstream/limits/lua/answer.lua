@@ -61,5 +61,7 @@ if pauseMs > 0 then keep(b) end
 tell(b, ARGV[ARG + 8], ARGV[ARG + 9])
 local free, untilAt, why = 0, 0, NONE
 if wantRoom then free, untilAt, why = measure(b) end
+-- This replica's requests will wait on an answer, which may be another replica's: it is to tell them.
+if why == ANSWER then redis.call('HSET', KEYS[1], 'wait', 1) end
 local limit, remaining, used, reset, paused = view(b)
 return { pauseMs, free, untilAt, why, limit, remaining, used, reset, paused }

@@ -14,4 +14,6 @@ end
 tell(b, ARGV[ARG + 2], ARGV[ARG + 3])
 if not wantRoom then return { 0, 0, NONE } end
 local free, untilAt, why = measure(b)
+-- This replica's requests will wait on an answer, which may be another replica's: it is to tell them.
+if why == ANSWER then redis.call('HSET', KEYS[1], 'wait', 1) end
 return { free, untilAt, why }

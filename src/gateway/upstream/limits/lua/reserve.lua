@@ -43,20 +43,27 @@ for i = 1, nw do
   end
   after = math.min(after, rest)
 end
+local result
+if after <= 0 then
+  result = { 1, seq, 0, windowFree, WINDOW, most }
+elseif left - 1 <= 0 then
+  if g.from == -1 then result = { 1, seq, 0, g.reset, ANSWER, most } else result = { 1, seq, 0, g.reset, GATE, most } end
+else
+  local by = answersAllow(b.cw, left - 1, b.n + 1)
+  if by <= 0 then result = { 1, seq, 0, now + PROBE, ANSWER, most } else result = { 1, seq, math.min(after, left - 1, by), now, NONE, most } end
+end
 local fields = { 'seq', seq, 'n', b.n + 1, 'f' .. seq .. '@' .. tag, now + flight }
 if g.from == -1 and (b.gate == nil or b.gate.reset <= now) then
   for _, v in ipairs(gateFields(g)) do fields[#fields + 1] = v end
+end
+-- The caller's other requests wait on an answer, which may be another replica's: it is to tell them.
+if result[5] == ANSWER then
+  fields[#fields + 1] = 'wait'
+  fields[#fields + 1] = 1
 end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('ZADD', KEYS[2], now, seq .. '@' .. tag)
 keep(b)
 -- A log that held nothing in its longest window may be new: it gets the state's expiry.
 if used[nw] == 0 then redis.call('PEXPIRE', KEYS[2], b.ex - now) end
-if after <= 0 then return { 1, seq, 0, windowFree, WINDOW, most } end
-if left - 1 <= 0 then
-  if g.from == -1 then return { 1, seq, 0, g.reset, ANSWER, most } end
-  return { 1, seq, 0, g.reset, GATE, most }
-end
-local by = answersAllow(b.cw, left - 1, b.n + 1)
-if by <= 0 then return { 1, seq, 0, now + PROBE, ANSWER, most } end
-return { 1, seq, math.min(after, left - 1, by), now, NONE, most }
+return result
