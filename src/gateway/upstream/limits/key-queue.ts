@@ -3,9 +3,10 @@
  * request that cannot go at once waits as a job of its key's bottleneck limiter, whose
  *
  * - **queue** orders the waiting requests: by priority, a client's first waiting request before
- *   anyone's second (bottleneck's priorities 0-9), so the clients of a shared key take turns and a
+ *   anyone's second (bottleneck's priorities 1-9), so the clients of a shared key take turns and a
  *   light one is not stuck behind a greedy one's thirty, while nothing is held back that the budget
- *   has room for;
+ *   has room for; a request that had its turn and was refused after all (another replica took the
+ *   room) waits again at priority 0, ahead of all that have not, so it is not starved by them;
  * - **reservoir** is fed from the budget store: a unit for each request the store's last word lets
  *   go (room for it in the plan, the upstream's gate, the congestion window), none while the key is
  *   paused or spent, one more when the store's wait ends (a 429's pause, a window's oldest send
@@ -19,8 +20,7 @@
  * What bottleneck cannot do is the thin code here: a waiting request has a deadline and a client
  * that may leave, and bottleneck can neither drop a queued job nor bound its wait (`expiration`
  * bounds the run, not the queue). Its caller is answered at the deadline or when its client leaves,
- * and the job, when bottleneck starts it later, passes its reservoir unit on. A job whose store
- * says no after all (another replica took the room) waits again at the front of the queue.
+ * and the job, when bottleneck starts it later, passes its reservoir unit on.
  * bottleneck is used through `bottleneck/light` (its build without Redis clustering, which we do
  * not use: native async functions, where the main build's transpiled generators cost five times
  * as much per job), with no change to its internals.
@@ -281,8 +281,11 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     readonly key: Key;
     readonly ask: () => Promise<Asked<T>>;
     readonly giveBack: (value: T) => void;
-    /** Its priority: the client's requests waiting before it (0-9), kept when it waits again. */
-    readonly priority: number;
+    /**
+     * Its priority: 1 + the client's requests waiting before it (up to 9); 0 once it had its turn
+     * and the store said no after all, so it waits again ahead of every request that has not.
+     */
+    priority: number;
     open: boolean;
     settle(admitted: Admission<T> | undefined, error?: unknown): void;
   }
@@ -315,7 +318,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
         key,
         ask,
         giveBack,
-        priority: Math.min(9, key.clients.get(waiter.clientId) ?? 0),
+        priority: Math.min(9, 1 + (key.clients.get(waiter.clientId) ?? 0)),
         open: true,
         settle(admitted, error) {
           if (!wait.open) return;
@@ -372,7 +375,10 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
       // Planned after its caller was answered (the store was slow): given back, never sent.
       if (asked.ok) wait.giveBack(asked.value);
       // Refused after all (another replica took the room): it waits again.
-      else if (wait.open) schedule(wait);
+      else if (wait.open) {
+        wait.priority = 0;
+        schedule(wait);
+      }
       return void grant(key);
     }
     jobs++;

@@ -116,6 +116,41 @@ describe('the key queue', () => {
     expect(order).toEqual(['g1', 'light', 'g2', 'g3']);
   });
 
+  it('lets a request refused at its turn (another replica took the room) go before those that came after it', async () => {
+    const { queues: q } = queues();
+    const s = store();
+    s.state.room = 0;
+    const order: string[] = [];
+    const all: Promise<void>[] = [];
+    const take = async (name: string) => {
+      all.push(
+        q.admit(waiter('a'), s.ask, s.giveBack).then((a) => {
+          order.push(name);
+          a.done(full(T + 5_000));
+        }),
+      );
+      await vi.advanceTimersByTimeAsync(10);
+    };
+    /** One send frees; `stolen`: another replica takes it before this one's request asks. */
+    const free = async (stolen = false) => {
+      s.state.room = 1;
+      q.changed('k');
+      if (stolen) s.state.room = 0;
+      await vi.advanceTimersByTimeAsync(10);
+    };
+    for (const name of ['r1', 'r2', 'r3']) await take(name);
+    await free();
+    await take('r4');
+    await free();
+    await take('r5');
+    // r3's turn: the store says no after all.
+    await free(true);
+    expect(order).toEqual(['r1', 'r2']);
+    for (let i = 0; i < 3; i++) await free();
+    await Promise.all(all);
+    expect(order).toEqual(['r1', 'r2', 'r3', 'r4', 'r5']);
+  });
+
   it("holds at most the key's connection share in flight, another request going as one ends", async () => {
     const { queues: q } = queues(2);
     const s = store();
