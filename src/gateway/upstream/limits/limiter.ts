@@ -112,15 +112,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /**
    * A waiting request's refusal. One that waited on answers (the key's requests in flight, its
-   * connections) while the upstream answered nothing for the key, though it had requests out or let
-   * one time out meanwhile, was held by a silent upstream, not by the budget: UNAVAILABLE.
+   * connections) or on the pause a request with no answer began, while the upstream answered nothing
+   * for the key, though it had requests out or let one time out meanwhile, was held by a silent
+   * upstream, not by the budget: UNAVAILABLE. So is one refused during the pause that the key's last
+   * request, ended with no answer, began. (A 429 is an answer: its pause refuses RATE_LIMITED.)
    */
   function refuse({ keyId, reason, room, since, connections }: Refusal): Error {
     if (reason === 'queue') {
       options.onEvent?.({ type: 'rejected', reason: 'queue' });
       return rateLimited(1, 'too many requests are waiting for this API key; retry shortly');
     }
-    if ((connections || room?.wait === 'answer') && silent(keyId, since)) {
+    const held = connections || room?.wait === 'answer' || room?.wait === 'paused';
+    if ((held && silent(keyId, since)) || (room?.wait === 'paused' && endedUnanswered(keyId))) {
       return unavailable('the Pet Store has not answered in time');
     }
     options.onEvent?.({ type: 'rejected', reason: 'budget' });
@@ -131,6 +134,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   function silent(keyId: string, since: number): boolean {
     if ((answered.get(keyId) ?? 0) >= since) return false;
     return (out.get(keyId)?.size ?? 0) > 0 || (unanswered.get(keyId) ?? 0) >= since;
+  }
+
+  function endedUnanswered(keyId: string): boolean {
+    return (unanswered.get(keyId) ?? Number.NEGATIVE_INFINITY) > (answered.get(keyId) ?? Number.NEGATIVE_INFINITY);
   }
 
   /**

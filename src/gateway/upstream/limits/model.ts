@@ -279,9 +279,12 @@ function learnTrust(budget: KeyBudget, gate: Gate, word: Word): void {
  * the congestion window and withdraws trust; the next send after it is a probe.
  */
 function paused(budget: KeyBudget, fresh: boolean, said: Answer, now: number): number {
-  budget.strikes++;
+  // One strike per pause: the other answers of a burst the pause overtook do not double it again
+  // (20 requests out to a silent upstream would otherwise pause the key for a minute at once).
+  if (fresh) budget.strikes++;
   const retryAfter = said.retryAfterMs ?? 0;
-  const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MS * 2 ** (budget.strikes - 1)) * (1 + said.jitter / 2);
+  const strikes = Math.max(1, budget.strikes);
+  const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MS * 2 ** (strikes - 1)) * (1 + said.jitter / 2);
   const pauseMs = retryAfter >= BACKOFF_MS ? retryAfter : Math.round(backoff);
   budget.pausedUntil = Math.max(budget.pausedUntil, now + pauseMs);
   if (fresh) {

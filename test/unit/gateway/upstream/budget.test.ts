@@ -16,6 +16,7 @@ import {
 } from '../../../../src/gateway/upstream/limits/budget.js';
 import {
   type Answer,
+  NO_ANSWER,
   ONE_AT_A_TIME_BELOW,
   PROBE_MS,
   SAFE_CWND,
@@ -264,6 +265,28 @@ describe.each(implementations)('the budget %s', (_name, create) => {
     expect(await store.reserve('k', T + 7)).toMatchObject({ ok: false, room: { until: T + 2_506, wait: 'paused' } });
     expect(await store.reserve('k', T + 2_506)).toMatchObject({ ok: true });
     expect(await store.reserve('k', T + 2_506)).toMatchObject({ ok: false, room: { wait: 'answer' } });
+    await store.close();
+  });
+
+  it('counts a burst that got no answer as one strike: the answers the pause overtook do not double it', async () => {
+    await open(HUNDRED_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(50, T + 60_000), T);
+    const burst = [
+      seqOf(await store.reserve('k', T)),
+      seqOf(await store.reserve('k', T)),
+      seqOf(await store.reserve('k', T)),
+    ];
+    const silence = { ...bare, status: NO_ANSWER };
+    for (const [i, seq] of burst.entries()) {
+      expect(await answer(seq, silence, T + 1 + i)).toMatchObject({ pauseMs: 1_000 });
+    }
+    expect(await store.reserve('k', T + 1_002)).toMatchObject({
+      ok: false,
+      room: { until: T + 1_003, wait: 'paused' },
+    });
+    // The probe after it is the second strike in a row.
+    const probe = seqOf(await store.reserve('k', T + 1_003));
+    expect(await answer(probe, silence, T + 1_004)).toMatchObject({ pauseMs: 2_000 });
     await store.close();
   });
 

@@ -16,8 +16,9 @@ local fresh = seq > b.pseq
 local pauseMs = 0
 -- 0: no answer came in time (model.ts NO_ANSWER), as a 429 without Retry-After.
 if status == 429 or status == 0 then
-  b.k = b.k + 1
-  local backoff = math.min({{BACKOFF_MAX_MS}}, {{BACKOFF_MS}} * 2 ^ (b.k - 1)) * (1 + jitter / 2)
+  -- One strike per pause: the other answers of a burst it overtook do not double it again.
+  if fresh then b.k = b.k + 1 end
+  local backoff = math.min({{BACKOFF_MAX_MS}}, {{BACKOFF_MS}} * 2 ^ (math.max(1, b.k) - 1)) * (1 + jitter / 2)
   if retryAfter >= {{BACKOFF_MS}} then pauseMs = retryAfter else pauseMs = math.floor(backoff + 0.5) end
   b.pause = math.max(b.pause, now + pauseMs)
   for _, v in ipairs({ 'k', b.k, 'pause', b.pause }) do set[#set + 1] = v end
