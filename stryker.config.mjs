@@ -1,0 +1,18 @@
+// Mutation testing of the budget core (issue 43): `npm run test:mutation`. Not part of CI (an hour
+// or more on 2 cores); docs/architecture.md gives the last score.
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  testRunner: 'vitest',
+  plugins: ['@stryker-mutator/vitest-runner'],
+  vitest: { configFile: 'vitest.mutation.config.ts' },
+  mutate: ['src/gateway/upstream/limits/**/*.ts'],
+  coverageAnalysis: 'perTest',
+  concurrency: 2,
+  timeoutMS: 30_000,
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: 'reports/mutation/index.html' },
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  thresholds: { high: 90, low: 80, break: 80 },
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+};
