@@ -23,15 +23,13 @@
  * and the job, when bottleneck starts it later, passes its reservoir unit on.
  * bottleneck is used through `bottleneck/light` (its build without Redis clustering, which we do
  * not use: native async functions, where the main build's transpiled generators cost five times
- * as much per job), with no change to its internals.
+ * as much per job); bottleneck.ts makes its in-process datastore yield without a timer.
  */
 
-import { createRequire } from 'node:module';
 import type BottleneckType from 'bottleneck';
 import type { CancelSignal } from '../../shared/cancel.js';
+import { createKeyLimiter } from './bottleneck.js';
 import type { Room } from './model.js';
-
-const Bottleneck: typeof BottleneckType = createRequire(import.meta.url)('bottleneck/light');
 
 /** What asking the store for a request came to: planned (its value), or the key's room when not. */
 export type Asked<T> =
@@ -161,7 +159,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
 
   function limiterOf(key: Key): BottleneckType {
     if (key.limiter === undefined) {
-      const limiter = new Bottleneck({ maxConcurrent: perKey, reservoir: 0 });
+      const limiter = createKeyLimiter(perKey);
       limiter.on('error', (error: unknown) => options.onError?.(error));
       // A job's own failures go to its caller; answering nothing means bottleneck does not retry it.
       limiter.on('failed', () => undefined);

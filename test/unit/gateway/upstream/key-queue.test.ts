@@ -10,6 +10,7 @@
 import { createRequire } from 'node:module';
 import type BottleneckType from 'bottleneck';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createKeyLimiter, yieldsWithoutTimer } from '../../../../src/gateway/upstream/limits/bottleneck.js';
 import {
   type Asked,
   createKeyQueues,
@@ -217,11 +218,37 @@ describe('the key queue', () => {
   });
 });
 
-describe('bottleneck 2.19.5 (light) itself, as the key queue uses it', () => {
+describe('bottleneck 2.19.5 (light) itself, as the key queue uses it (bottleneck.ts)', () => {
   const Bottleneck: typeof BottleneckType = createRequire(import.meta.url)('bottleneck/light');
 
+  it('yields without a timer between the steps of a job, where bottleneck as it ships waits a turn of the loop for each', async () => {
+    // This fails when bottleneck changes what the adapter reaches into (LocalDatastore.yieldLoop).
+    const adapted = createKeyLimiter(1);
+    expect(yieldsWithoutTimer(adapted)).toBe(true);
+    const shipped = new Bottleneck({ maxConcurrent: 1, reservoir: 0 });
+    expect(yieldsWithoutTimer(shipped)).toBe(false);
+    const started = { adapted: false, shipped: false };
+    const jobs = [
+      adapted.schedule(async () => {
+        started.adapted = true;
+      }),
+      shipped.schedule(async () => {
+        started.shipped = true;
+      }),
+    ];
+    void adapted.incrementReservoir(1);
+    void shipped.incrementReservoir(1);
+    // The adapted limiter's job needs one timer (bottleneck's own start of it, 0 ms); the shipped
+    // one's is still behind its datastore's yields, each a timer, so each a turn of the event loop.
+    await vi.advanceTimersToNextTimerAsync();
+    expect(started).toEqual({ adapted: true, shipped: false });
+    await vi.advanceTimersByTimeAsync(50);
+    await Promise.all(jobs);
+    expect(started).toEqual({ adapted: true, shipped: true });
+  });
+
   it('holds jobs while its reservoir is 0, and starts as many as it is raised by, by priority', async () => {
-    const limiter = new Bottleneck({ reservoir: 0, maxConcurrent: 10 });
+    const limiter = createKeyLimiter(10);
     const ran: string[] = [];
     const job = (name: string, priority: number) => limiter.schedule({ priority }, async () => void ran.push(name));
     const jobs = [job('late', 5), job('first', 0), job('second', 1)];
@@ -237,7 +264,8 @@ describe('bottleneck 2.19.5 (light) itself, as the key queue uses it', () => {
   });
 
   it('runs at most maxConcurrent jobs at once', async () => {
-    const limiter = new Bottleneck({ reservoir: 3, maxConcurrent: 2 });
+    const limiter = createKeyLimiter(2);
+    await limiter.incrementReservoir(3);
     let running = 0;
     let most = 0;
     const job = () =>
