@@ -125,7 +125,8 @@ export class MemoryBudgetStore implements BudgetStore {
    */
   seed(keyId: string, sends: number, at: number, notBefore: number): void {
     const budget = this.#budget(keyId, at);
-    for (let i = 0; i < sends; i++) budget.log.push(at);
+    const from = Math.max(at, budget.log.at(-1) ?? at);
+    for (let i = 0; i < sends; i++) budget.log.push(from);
     if (notBefore > 0) budget.gate = seededGate(budget.seq, notBefore);
   }
 

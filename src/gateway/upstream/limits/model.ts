@@ -112,16 +112,29 @@ export interface Room {
 function trim(budget: KeyBudget, plan: Plan, now: number): void {
   const longest = plan.windows.at(-1);
   if (longest === undefined) return;
-  let old = 0;
-  while (old < budget.log.length && (budget.log[old] as number) <= now - longest.windowMs) old++;
-  if (old > 0) budget.log.splice(0, old);
+  const old = firstAfter(budget.log, now - longest.windowMs);
+  // Dropped in batches: a key near 100,000 a minute would otherwise move its whole log at every send.
+  if (old >= TRIM_BATCH || old === budget.log.length) budget.log.splice(0, old);
+}
+
+/** Sends dropped from a log's front at once (those before stay, outside every window, until then). */
+const TRIM_BATCH = 64;
+
+/** The index of the log's first send after `at` (its length if none): a binary search, the log being ascending. */
+function firstAfter(log: readonly number[], at: number): number {
+  let low = 0;
+  let high = log.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((log[middle] as number) > at) high = middle;
+    else low = middle + 1;
+  }
+  return low;
 }
 
 /** Sends of the log inside the window ending now. */
 function inWindow(log: readonly number[], windowMs: number, now: number): number {
-  let first = log.length;
-  while (first > 0 && (log[first - 1] as number) > now - windowMs) first--;
-  return log.length - first;
+  return log.length - firstAfter(log, now - windowMs);
 }
 
 /** The gate in force at `now`: the upstream's word, or a probe's while its state is unknown. */
@@ -209,7 +222,8 @@ export function reserve(
   });
   budget.gate = gate;
   budget.inflight.add(budget.seq);
-  budget.log.push(now);
+  // Ascending, whatever the clock does: a send logged later than it went only stays longer.
+  budget.log.push(Math.max(now, budget.log.at(-1) ?? now));
   const seq = budget.seq;
   if (free <= 0) return { seq, used, room: { free: 0, until: windowFree, wait: 'window' } };
   if (left - 1 <= 0) {
