@@ -32,9 +32,9 @@ EXPOSE 4000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 4000) + '/ready', { signal: AbortSignal.timeout(2500) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The heap flags of `npm start` (docs/operations.md, "Memory"): 256 MB of old space, and young-generation
-# semi-spaces of 32 MB (Node 20's default is 16, Node 24 would let them grow to 64). They go before the
+# semi-spaces of 16 MB (Node 20's default; Node 24 would let them grow to 64). They go before the
 # operator's NODE_OPTIONS (`docker run -e NODE_OPTIONS=…`), whose later flags win; on node's command
 # line they would win over NODE_OPTIONS instead. The shell execs node: node is PID 1 and receives
 # SIGTERM itself, so `docker stop` drains requests in flight and exits 0. The drain may take
 # SHUTDOWN_GRACE (25 s by default) and Docker kills after 10 s unless told: `docker stop -t 35`.
-CMD ["sh", "-c", "NODE_OPTIONS=\"--max-old-space-size=256 --max-semi-space-size=32 $NODE_OPTIONS\" exec node dist/main.js"]
+CMD ["sh", "-c", "NODE_OPTIONS=\"--max-old-space-size=256 --max-semi-space-size=16 $NODE_OPTIONS\" exec node dist/main.js"]

@@ -63,7 +63,7 @@ describe('npm start', () => {
     await waitGone(below, 5_000);
   });
 
-  it('caps the V8 heap at 256 MB and the young generation at 32 MB semi-spaces, and a NODE_OPTIONS of the caller overrides them', async () => {
+  it('caps the V8 heap at 256 MB and the young generation at 16 MB semi-spaces, and a NODE_OPTIONS of the caller overrides them', async () => {
     // The limit V8 reports is the old space plus the young generation (three semi-spaces): compare
     // with what the same node on PATH, the one npm start runs, reports for the flags themselves.
     // Without the semi-space cap, Node 24 reports 448 for 256 (64 MB semi-spaces), Node 20 304.
@@ -76,7 +76,7 @@ describe('npm start', () => {
         ).trim(),
       );
     started = await npmStart();
-    expect(Number(started.ready[1])).toBe(limitWith('--max-old-space-size=256', '--max-semi-space-size=32'));
+    expect(Number(started.ready[1])).toBe(limitWith('--max-old-space-size=256', '--max-semi-space-size=16'));
     expect(Number(started.ready[1])).toBeLessThan(limitWith('--max-old-space-size=1024'));
     await killTree(started.pid);
     started = await npmStart({ NODE_OPTIONS: '--max-old-space-size=1024 --max-semi-space-size=8' });

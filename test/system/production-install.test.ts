@@ -177,7 +177,7 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
     expect(runtime.cmd).toEqual([
       'sh',
       '-c',
-      'NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=32 $NODE_OPTIONS" exec node dist/main.js',
+      'NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=16 $NODE_OPTIONS" exec node dist/main.js',
     ]);
     // The same command as `npm start`, so the two cannot drift apart.
     expect(runtime.cmd?.[2]).toBe(JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).scripts.start);
