@@ -51,8 +51,6 @@ export interface Refusal {
   readonly reason: 'queue' | 'deadline';
   /** The store's last word on the key's room. */
   readonly room: Room | undefined;
-  /** Every connection of the key's share was taken when it gave up (by requests not yet answered). */
-  readonly connections: boolean;
   /** Since when the request waited. */
   readonly since: number;
 }
@@ -264,11 +262,11 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
   /** Refuses at once a request whose wait would outlast its deadline by the store's word, or that its queue has no place for. */
   function refusedAtOnce(key: Key, waiter: Waiter, since: number): Error | undefined {
     if ((key.clients.get(waiter.clientId) ?? 0) >= options.maxQueuedPerClient) {
-      return options.refuse({ keyId: waiter.keyId, reason: 'queue', room: key.room, since, connections: false });
+      return options.refuse({ keyId: waiter.keyId, reason: 'queue', room: key.room, since });
     }
     const room = key.room;
     if (room !== undefined && room.free <= 0 && room.wait !== 'answer' && room.until > waiter.deadline) {
-      return options.refuse({ keyId: waiter.keyId, reason: 'deadline', room, since, connections: false });
+      return options.refuse({ keyId: waiter.keyId, reason: 'deadline', room, since });
     }
     return undefined;
   }
@@ -303,11 +301,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
       const onAbort = () => wait.settle(undefined, waiter.signal?.reason);
       const timer = setTimeout(
         () => {
-          const connections = key.running >= perKey;
-          wait.settle(
-            undefined,
-            options.refuse({ keyId: waiter.keyId, reason: 'deadline', room: key.room, since, connections }),
-          );
+          wait.settle(undefined, options.refuse({ keyId: waiter.keyId, reason: 'deadline', room: key.room, since }));
         },
         Math.max(0, waiter.deadline - now()),
       );

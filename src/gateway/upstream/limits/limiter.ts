@@ -23,7 +23,7 @@ import { rateLimited, unavailable } from '../errors.js';
 import { canCharge, charge, type Operation, refund } from '../operation.js';
 import { isWrite, type Stage, type UpstreamCall } from '../pipeline.js';
 import type { UpstreamResponse } from '../response.js';
-import { isTimeout } from '../stages/attempt.js';
+import { cameAfterHeaders, isTimeout } from '../stages/attempt.js';
 import type { BudgetStore } from './budget.js';
 import { type Admission, type Asked, createKeyQueues, type KeyQueues, type Refusal } from './key-queue.js';
 import { BACKOFF_MS, type BudgetView, NO_ANSWER } from './model.js';
@@ -111,19 +111,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /**
-   * A waiting request's refusal. One that waited on answers (the key's requests in flight, its
-   * connections) or on the pause a request with no answer began, while the upstream answered nothing
-   * for the key, though it had requests out or let one time out meanwhile, was held by a silent
-   * upstream, not by the budget: UNAVAILABLE. So is one refused during the pause that the key's last
-   * request, ended with no answer, began. (A 429 is an answer: its pause refuses RATE_LIMITED.)
+   * A waiting request's refusal. The budget held it when the store's last word was a full window,
+   * the upstream's spent Remaining or a 429's pause: RATE_LIMITED. Otherwise, one that waited while
+   * the upstream answered nothing for the key, though it had requests out or let one time out
+   * meanwhile, or during the pause a request with no answer began, was held by a silent upstream:
+   * UNAVAILABLE (whatever the store says by then: under load a pause may have ended, and the room
+   * been woken, between the silence and the refusal).
    */
-  function refuse({ keyId, reason, room, since, connections }: Refusal): Error {
+  function refuse({ keyId, reason, room, since }: Refusal): Error {
     if (reason === 'queue') {
       options.onEvent?.({ type: 'rejected', reason: 'queue' });
       return rateLimited(1, 'too many requests are waiting for this API key; retry shortly');
     }
-    const held = connections || room?.wait === 'answer' || room?.wait === 'paused';
-    if ((held && silent(keyId, since)) || (room?.wait === 'paused' && endedUnanswered(keyId))) {
+    const wait = room?.wait;
+    const unanswered = endedUnanswered(keyId);
+    const budget = wait === 'window' || wait === 'gate' || (wait === 'paused' && !unanswered);
+    if (!budget && (wait === 'paused' || silent(keyId, since))) {
       return unavailable('the Pet Store has not answered in time');
     }
     options.onEvent?.({ type: 'rejected', reason: 'budget' });
@@ -269,8 +272,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       response = await send(call, next);
     } catch (error) {
       planned.releasePool();
-      // A request that went unanswered may have counted; one that broke or never left gives its place back.
-      const noAnswer = call.dispatched && isTimeout(error);
+      // A request that went unanswered may have counted, and backs the key off; one that broke, never
+      // left or whose body alone was too slow (the upstream answered) gives its place back.
+      const noAnswer = call.dispatched && isTimeout(error) && !cameAfterHeaders(error);
       const said = { status: NO_ANSWER, word: NOTHING, retryAfterMs: undefined, jitter: random() };
       const ended = noAnswer
         ? store.answer(call.keyId, planned.seq, said, now(), planned.epoch).then((recorded) => recorded.room)

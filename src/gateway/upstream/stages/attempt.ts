@@ -49,6 +49,16 @@ export class BodyTooLargeError extends Error {
 
 /** Failures of writes whose request had been handed to a connected socket: see `wasWritten`. */
 const written = new WeakSet<object>();
+/** Failures that came after the upstream's status and headers: see `cameAfterHeaders`. */
+const afterHeaders = new WeakSet<object>();
+
+/**
+ * Whether an exchange failed after the upstream's status line and headers came (a body too slow,
+ * cut off or too large): the upstream answered, so its silence is not what failed it.
+ */
+export function cameAfterHeaders(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && afterHeaders.has(error);
+}
 
 /**
  * Whether a write failed after its request was handed to a connected socket: undici calls
@@ -122,6 +132,7 @@ export function createAttempt(options: AttemptOptions): Send {
     function fail(error: unknown): void {
       if (!finish()) return;
       if (controller !== undefined && isWrite(call) && typeof error === 'object' && error !== null) written.add(error);
+      if (headed !== undefined && typeof error === 'object' && error !== null) afterHeaders.add(error);
       if (headed === undefined) options.observer?.failure(call.route, (performance.now() - started) / 1000);
       reject(error);
     }
