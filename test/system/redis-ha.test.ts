@@ -193,7 +193,7 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
       );
     }
     // Bounds that fail if waiting requests poll Redis (see docs/operations.md for the measured figures).
-    expect(perRequest.executed).toBeLessThan(50);
+    expect(perRequest.executed).toBeLessThan(40);
     expect(perRequest.sent).toBeLessThan(12);
   }, 60_000);
 
