@@ -86,6 +86,13 @@ export function withinPlan(scenario: Scenario, result: SimResult): string[] {
   return violations;
 }
 
+/** How many of the upstream's fixed windows of `window` (aligned on its clock) lie wholly in [from, to). */
+function fixedWindowsWithin(from: number, to: number, window: RateWindow, skewMs: number): number {
+  const first = Math.ceil((from + skewMs) / window.windowMs);
+  const end = Math.floor((to + skewMs) / window.windowMs);
+  return Math.max(0, end - first);
+}
+
 /** The upstream's fixed window (aligned on its clock, as the reference store's) that got the most of `arrivals`. */
 function busiestUpstreamWindow(arrivals: readonly Arrival[], window: RateWindow, skewMs: number) {
   const counts = new Map<number, number>();
@@ -138,14 +145,28 @@ export function planUsed(scenario: Scenario, result: SimResult): string[] {
   // The tightest window decides what the span allows; a window longer than the span allows its count.
   const span = to - from;
   if (span < 2 * first.windowMs) return [];
-  // The plan, or the upstream's own limits where they are lower (its headers say so).
+  // The plan, or the upstream's own limits where they are lower (its headers say so). The plan's
+  // windows slide; the upstream's are fixed on its clock, and one that began before the span may
+  // have had all its sends before it: where they are shorter than the span, the measure is over
+  // the longest such window's fixed windows wholly inside it.
   const windows = [...scenario.plan, ...scenario.upstream.windows];
-  const allowed = Math.min(...windows.map((w) => w.count * Math.max(1, Math.floor(span / w.windowMs))));
+  const skew = scenario.upstream.skewMs;
+  const fixed = scenario.upstream.windows.filter((w) => w.windowMs < span).at(-1)?.windowMs;
+  const lo = fixed === undefined ? from : Math.ceil((from + skew) / fixed) * fixed - skew;
+  const hi = fixed === undefined ? to : Math.floor((to + skew) / fixed) * fixed - skew;
+  const range = hi - lo;
+  const allowed = Math.min(
+    ...scenario.plan.map((w) => w.count * Math.max(1, Math.floor(range / w.windowMs))),
+    // An upstream window longer than the range allows its count in it (and does not bind).
+    ...scenario.upstream.windows.map((w) =>
+      w.windowMs > range ? w.count : w.count * fixedWindowsWithin(lo, hi, w, skew),
+    ),
+  );
   const served = ours(result).filter(
-    (arrival) => arrival.status < 400 && arrival.sentAt >= from && arrival.sentAt < to,
+    (arrival) => arrival.status < 400 && arrival.sentAt >= lo && arrival.sentAt < hi,
   ).length;
   if (served < 0.9 * allowed)
-    violations.push(`(e) ${served} sends served in ${span} ms of full demand; the plan allows ${allowed}`);
+    violations.push(`(e) ${served} sends served in ${range} ms of full demand; the plan allows ${allowed}`);
   // A light client is owed a send when it waits a whole window: the sends of the window then go
   // one per window/count, each to the next client in turn (a shorter wait may fall in the window's
   // gap, its sends all gone to those who waited before it).
