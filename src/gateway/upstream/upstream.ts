@@ -176,7 +176,13 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
                 ...prefix,
                 fallback: memoryAnswers({ maxBytes: config.cacheSizeBytes }),
                 maxBytes: config.cacheSizeBytes,
-                onDegraded: () => logger.warn('Redis unreachable: answers cached in this process until it returns'),
+                // A command time-out (500 ms) is not an outage: say what happened, and when it is over.
+                onDegraded: (error) =>
+                  logger.warn(
+                    { reason: (error as Error)?.message },
+                    'Redis failed or did not answer in time: answers cached in this process until it serves again',
+                  ),
+                onRestored: () => logger.info('Redis serves again: answers shared across replicas again'),
                 onFencedAll: () =>
                   logger.error(
                     'more keys wrote while Redis was unreachable than are held to replay: when it returns, every generation there is dropped, which fences every answer kept',

@@ -37,7 +37,10 @@ export interface RedisAnswersOptions {
   readonly fallback: MemoryAnswers;
   /** The in-process budget: an answer too large to keep in process is not pushed to Redis either. */
   readonly maxBytes?: number;
+  /** Redis failed or did not answer in time: answers are kept in process until it serves again. */
   readonly onDegraded?: (error: unknown) => void;
+  /** Redis serves again, what was written meanwhile replayed there. */
+  readonly onRestored?: () => void;
   /** Keys written while Redis was away held to be replayed one by one (default 10,000); past it, all are fenced. */
   readonly maxPending?: number;
   /** Told when more keys wrote while Redis was away than are held: every generation is dropped when it returns. */
@@ -130,7 +133,10 @@ export function redisAnswers(options: RedisAnswersOptions): AnswerStore {
       // Answers kept in process during an earlier outage may be from before writes other replicas made since.
       fallback.clear();
     },
-    onBack: replay,
+    onBack: async () => {
+      await replay();
+      options.onRestored?.();
+    },
     everyMs: 500,
   });
   const shared = <T>(run: () => Promise<T>, onLocal: () => Promise<T>): Promise<T> => served.run(run, onLocal);

@@ -54,10 +54,17 @@ describe('answers shared through Redis', () => {
     expect(typeof after).toBe('string');
   });
 
-  it('replay a write made while cut off from Redis as soon as Redis answers again', async () => {
-    const { cutOff, direct } = await replicas();
+  it('replay a write made while cut off from Redis as soon as Redis answers again, and say when each happens', async () => {
+    const told: string[] = [];
+    const { cutOff, direct } = await replicas({
+      onDegraded: (error) => told.push(`degraded: ${(error as Error).message}`),
+      onRestored: () => told.push('restored'),
+    });
     const before = await direct.generation('k');
     await direct.set('k', 'u', answer('[before]'), 60_000, before);
+    // A store also goes local, and back, when its first command comes before its connection is made.
+    await until(async () => told.length === 0 || told.at(-1) === 'restored');
+    const fromCut = told.length;
     await shared.proxy.cut();
     try {
       await cutOff.invalidate('k');
@@ -69,6 +76,8 @@ describe('answers shared through Redis', () => {
     }
     expect(await until(async () => (await direct.generation('k')) !== before)).toBe(true);
     expect((await direct.read('k', 'u')).stored).toBeUndefined();
+    expect(await until(async () => told.slice(fromCut).includes('restored'))).toBe(true);
+    expect(told.slice(fromCut), told.join(' | ')).toEqual([expect.stringMatching(/^degraded: ./), 'restored']);
   });
 
   it('drop every generation when Redis returns, when more keys wrote while cut off than are held', async () => {
