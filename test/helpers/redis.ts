@@ -264,7 +264,7 @@ async function clusterMember(dir: string, nodeTimeoutMs: number): Promise<Member
 }
 
 /**
- * A Redis Cluster of 3 primaries and 3 replicas on free ports (STACK.md item 20), with a short
+ * A Redis Cluster of 3 primaries and 3 replicas on free ports (Debian's redis-server alone), with a short
  * cluster-node-timeout so a SIGKILLed primary's replica is promoted in about 2 s.
  */
 export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa> {
@@ -330,7 +330,7 @@ export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa>
 }
 
 /**
- * A primary, one replica and 3 sentinels on free ports (STACK.md item 20), master name `gateway`,
+ * A primary, one replica and 3 sentinels on free ports (redis-server --sentinel), master name `gateway`,
  * down-after-milliseconds short so a SIGKILLed primary is replaced in a couple of seconds.
  */
 export async function startRedisSentinel(downAfterMs = 1_000): Promise<RedisHa> {

@@ -49,3 +49,29 @@ export class Cancellation implements CancelSignal {
     for (const listener of listeners) listener();
   }
 }
+
+/**
+ * `work`, or the signal's reason as soon as it aborts: the caller stops waiting, `work` goes on
+ * unawaited (its failure then unheard), and `onLeave` runs once.
+ */
+export function untilAborted<T>(work: Promise<T>, signal: CancelSignal, onLeave?: () => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const leave = () => {
+      work.catch(() => undefined);
+      onLeave?.();
+      reject(signal.reason);
+    };
+    if (signal.aborted) return leave();
+    signal.addEventListener('abort', leave, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', leave);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', leave);
+        reject(error);
+      },
+    );
+  });
+}

@@ -18,7 +18,7 @@
 
 import type { RateWindow } from '../../../config.js';
 import type { BudgetAggregates } from '../../observability/metrics.js';
-import type { CancelSignal } from '../../shared/cancel.js';
+import { untilAborted } from '../../shared/cancel.js';
 import { rateLimited, unavailable } from '../errors.js';
 import { canCharge, charge, type Operation, refund } from '../operation.js';
 import { isWrite, type Stage, type UpstreamCall } from '../pipeline.js';
@@ -124,8 +124,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return rateLimited(1, 'too many requests are waiting for this API key; retry shortly');
     }
     const wait = room?.wait;
-    const unanswered = endedUnanswered(keyId);
-    const budget = wait === 'window' || wait === 'gate' || (wait === 'paused' && !unanswered);
+    const budget = wait === 'window' || wait === 'gate' || (wait === 'paused' && !endedUnanswered(keyId));
     if (!budget && (wait === 'paused' || silent(keyId, since))) {
       return unavailable('the Pet Store has not answered in time');
     }
@@ -258,7 +257,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     };
     const exchange = exchangeAndRecord(detached, next, admitted);
     // A write's caller waits for its answer: what became of it is told and logged (client.ts).
-    return call.signal === undefined || isWrite(call) ? exchange : untilLeft(exchange, call.signal);
+    return call.signal === undefined || isWrite(call) ? exchange : untilAborted(exchange, call.signal);
   }
 
   async function exchangeAndRecord(
@@ -409,31 +408,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await store.close();
     },
   };
-}
-
-/** `work`, or the signal's reason as soon as it aborts (`work` then goes on unawaited). */
-function untilLeft<T>(work: Promise<T>, signal: CancelSignal): Promise<T> {
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      work.catch(() => undefined);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 /** No usable rate-limit headers (a request that brought no answer). */

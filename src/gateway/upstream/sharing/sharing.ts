@@ -10,7 +10,7 @@
  * cancelled only when every operation waiting for it has gone.
  */
 
-import { Cancellation, type CancelSignal } from '../../shared/cancel.js';
+import { Cancellation, type CancelSignal, untilAborted } from '../../shared/cancel.js';
 import { InFlight } from '../../shared/in-flight.js';
 import { UpstreamError } from '../errors.js';
 import { isWrite, type Stage, type UpstreamCall } from '../pipeline.js';
@@ -64,23 +64,8 @@ export function createResponseSharing(options: SharingOptions): ResponseSharing 
     shared.waiting++;
     const { signal } = call;
     if (signal === undefined) return shared.response;
-    return new Promise((resolve, reject) => {
-      const leave = () => {
-        if (--shared.waiting === 0) shared.controller.abort(signal.reason);
-        reject(signal.reason);
-      };
-      if (signal.aborted) return leave();
-      signal.addEventListener('abort', leave, { once: true });
-      shared.response.then(
-        (response) => {
-          signal.removeEventListener('abort', leave);
-          resolve(response);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', leave);
-          reject(error);
-        },
-      );
+    return untilAborted(shared.response, signal, () => {
+      if (--shared.waiting === 0) shared.controller.abort(signal.reason);
     });
   }
 
