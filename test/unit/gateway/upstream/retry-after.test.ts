@@ -32,6 +32,21 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Thursday, 15-Jan-26 12:01:00 GMT', NOW)).toBe(60_000);
   });
 
+  it.each(['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'].map((m, i) => [m, i]))(
+    'reads the month %s as month %i of the year',
+    (month, index) => {
+      const at = Date.UTC(2027, index, 1, 0, 0, 0);
+      expect(parseRetryAfter(`Mon, 01 ${month} 2027 00:00:00 GMT`, NOW)).toBe(at - NOW);
+    },
+  );
+
+  // RFC 9110 section 5.6.7: a two-digit year more than 50 years ahead is the past century's.
+  it('reads a two-digit RFC 850 year up to 50 years ahead as this century, and beyond as the last', () => {
+    const fifty = Date.UTC(2076, 0, 15, 12, 0, 0);
+    expect(parseRetryAfter('Wednesday, 15-Jan-76 12:00:00 GMT', NOW)).toBe(fifty - NOW);
+    expect(parseRetryAfter('Friday, 15-Jan-77 12:00:00 GMT', NOW)).toBe(0);
+  });
+
   it('reads the obsolete asctime date form as GMT when the process runs in UTC', () => {
     withTimeZone('UTC', () => expect(parseRetryAfter('Thu Jan 15 12:00:10 2026', NOW)).toBe(10_000));
   });

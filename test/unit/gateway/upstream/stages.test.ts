@@ -312,6 +312,37 @@ describe('rate headers within bounds', () => {
     expect(readRateHeaders(quota(reset), now, 3_600_000)).toMatchObject({ resetAt, clamped });
   });
 
+  it('keeps the limit and caps Remaining at it; a limit under 1 says nothing', () => {
+    expect(readRateHeaders(quota('30'), now, 3_600_000)).toEqual({
+      limit: 60,
+      remaining: 3,
+      resetAt: now + 30_000,
+      clamped: false,
+    });
+    expect(readRateHeaders(quota('30', '99'), now, 3_600_000).remaining).toBe(60);
+    const noLimit = response(200, {
+      'x-ratelimit-limit': '0',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '30',
+    });
+    expect(readRateHeaders(noLimit, now, 3_600_000).resetAt).toBe(0);
+    expect(readRateHeaders(quota(' 30 ', ' 3 '), now, 3_600_000).resetAt).toBe(now + 30_000);
+    expect(readRateHeaders(quota('12345678901234567'), now, 3_600_000).resetAt).toBe(0);
+  });
+
+  // Where each reading of Reset ends: seconds from now below 1e8, a Unix time in seconds below
+  // 1e11, milliseconds from there; a Reset at `now` is over, one at exactly `maxMs` is not clamped.
+  it.each([
+    ['1e8 - 1 (seconds from now, clamped)', String(1e8 - 1), now + 3_600_000, true],
+    ['1e8 (a Unix time in 1973: nothing known)', String(1e8), 0, false],
+    ['1e11 - 1 (a Unix time in 5138, clamped)', String(1e11 - 1), now + 3_600_000, true],
+    ['1e11 (milliseconds: 1973, nothing known)', String(1e11), 0, false],
+    ['now in milliseconds (over: nothing known)', String(now), 0, false],
+    ['exactly the clamp away (kept)', '3600', now + 3_600_000, false],
+  ])('reads a Reset of %s', (_label, reset, resetAt, clamped) => {
+    expect(readRateHeaders(quota(reset), now, 3_600_000)).toMatchObject({ resetAt, clamped });
+  });
+
   it('says nothing for missing or unreadable headers, and reads a 429 as nothing left', () => {
     expect(readRateHeaders(response(200, {}), now, 3_600_000).resetAt).toBe(0);
     expect(readRateHeaders(quota('30', '-1'), now, 3_600_000).resetAt).toBe(0);
@@ -336,6 +367,10 @@ describe('rate headers within bounds', () => {
       clamped: false,
     });
     expect(readRetryAfter(response(429, {}), now, 3_600_000)).toBeUndefined();
+    expect(readRetryAfter(response(429, { 'retry-after': '3600' }), now, 3_600_000)).toEqual({
+      ms: 3_600_000,
+      clamped: false,
+    });
   });
 });
 
