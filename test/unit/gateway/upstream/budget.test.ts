@@ -2,7 +2,8 @@
  * The key's budget (src/gateway/upstream/limits/model.ts), run against each of its stores: the
  * in-process store, and the Lua scripts in a real redis-server, a real Redis Cluster (3 primaries, 3
  * replicas) and a real primary behind 3 sentinels (all on free ports, stopped by their pids). Times
- * are plain numbers passed in, so each test plays minutes of planning in microseconds.
+ * are plain numbers passed in, so each test plays minutes of planning in microseconds. What only the
+ * in-process store does (forgetting keys, seeding a local share) is in budget-memory.test.ts.
  */
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -331,48 +332,5 @@ describe.each(implementations)('the budget %s', (_name, create) => {
     await store.forget('k');
     expect(await store.reserve('k', T + 1)).toMatchObject({ ok: true, seq: 1 });
     await store.close();
-  });
-});
-
-describe('the in-memory budget with many keys', () => {
-  const plan = { windows: [{ count: 5, windowMs: 1_000 }], share: 1 };
-  const use = async (store: MemoryBudgetStore, key: string, now: number, remaining: number) => {
-    const seq = seqOf(await store.reserve(key, now));
-    await store.answer(key, seq, said(remaining, now + 60_000, 5), now);
-  };
-
-  it('forgets idle keys, but never one that is paused or whose window is spent', async () => {
-    const store = new MemoryBudgetStore({ plan, idleMs: 10_000 });
-    await use(store, 'idle', T, 4);
-    await use(store, 'spent', T, 0);
-    await store.answer('paused', seqOf(await store.reserve('paused', T)), tooMany(120_000), T);
-    // A new key after the idle time sweeps.
-    await use(store, 'new', T + 20_000, 4);
-    expect(store.size).toBe(3);
-    expect(await store.reserve('spent', T + 20_000)).toMatchObject({ ok: false, room: { wait: 'gate' } });
-    expect(await store.reserve('paused', T + 20_000)).toMatchObject({ ok: false, room: { until: T + 120_000 } });
-  });
-
-  it('holds at most maxKeys that may be forgotten, dropping the least recently used', async () => {
-    const store = new MemoryBudgetStore({ plan, maxKeys: 100, idleMs: 3_600_000 });
-    for (let i = 0; i < 1_000; i++) await use(store, `key-${i}`, T + i, 4);
-    expect(store.size).toBeLessThanOrEqual(100);
-  });
-
-  it('frees a tenth of the bound at once, the least recently used first, so new keys do not each sort all', async () => {
-    const store = new MemoryBudgetStore({ plan, maxKeys: 100, idleMs: 3_600_000 });
-    // Within one second, so only the bound sweeps (not the once-a-second idle sweep).
-    for (let i = 0; i < 100; i++) await use(store, `key-${i}`, T, 4);
-    await use(store, 'key-0', T + 1, 4);
-    expect(store.size).toBe(100);
-    await use(store, 'key-100', T + 2, 4);
-    // Down to 90, then the new one: the ten used least recently went, key-0 (used again) stayed.
-    expect(store.size).toBe(91);
-    for (let i = 101; i < 110; i++) await use(store, `key-${i}`, T + 3, 4);
-    expect(store.size).toBe(100);
-    // Known keys go on numbering their requests; a forgotten one starts again at 1.
-    expect(await store.reserve('key-0', T + 4)).toMatchObject({ ok: true, seq: 3 });
-    expect(await store.reserve('key-11', T + 4)).toMatchObject({ ok: true, seq: 2 });
-    expect(await store.reserve('key-10', T + 4)).toMatchObject({ ok: true, seq: 1 });
   });
 });
