@@ -86,10 +86,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /** The last view the store gave of each key, and when: what `describe` tells. */
   const views = new Map<string, { readonly view: BudgetView; readonly at: number }>();
   /**
-   * When each of this process's requests now out for a key was sent, when the key was last answered,
-   * and when one of its requests last ended with no answer (a time-out, a reset).
+   * How many of this process's requests are out for a key (a count: two sent in one millisecond are
+   * two), when the key was last answered, and when one of its requests last ended with no answer (a
+   * time-out, a reset).
    */
-  const out = new Map<string, Set<number>>();
+  const out = new Map<string, number>();
   const answered = new Map<string, number>();
   const unanswered = new Map<string, number>();
   const warned = new Set<string>();
@@ -135,7 +136,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   function silent(keyId: string, since: number): boolean {
     if ((answered.get(keyId) ?? 0) >= since) return false;
-    return (out.get(keyId)?.size ?? 0) > 0 || (unanswered.get(keyId) ?? 0) >= since;
+    return (out.get(keyId) ?? 0) > 0 || (unanswered.get(keyId) ?? 0) >= since;
   }
 
   function endedUnanswered(keyId: string): boolean {
@@ -193,17 +194,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** Stage 3: the attempt, with the request counted as out for the key while it is. */
   async function send(call: UpstreamCall, next: (call: UpstreamCall) => Promise<UpstreamResponse>) {
-    const sent = now();
-    const sends = out.get(call.keyId) ?? new Set();
-    out.set(call.keyId, sends.add(sent));
+    out.set(call.keyId, (out.get(call.keyId) ?? 0) + 1);
     try {
       return await next(call);
     } catch (error) {
       remember(unanswered, call.keyId, now());
       throw error;
     } finally {
-      sends.delete(sent);
-      if (sends.size === 0) out.delete(call.keyId);
+      const left = (out.get(call.keyId) ?? 1) - 1;
+      if (left > 0) out.set(call.keyId, left);
+      else out.delete(call.keyId);
     }
   }
 
