@@ -191,7 +191,7 @@ const clients = (count: { min: number; max: number }, kinds: readonly ClientSpec
  * anything at all; `liar`, an upstream whose headers lie about a lower real limit, under many
  * clients; `spent`, a key spent by a client we cannot see (429s with every kind of Retry-After);
  * `replicas`, 2-3 replicas sharing the budget through a store that fails; `contention`, greedy and
- * light clients sharing the server key.
+ * light clients sharing the server key; `across`, the same on two replicas through a healthy store.
  */
 const FAMILIES: Record<string, Family> = {
   mixed: {
@@ -264,6 +264,23 @@ const FAMILIES: Record<string, Family> = {
         clientArb(1, parts, ['steady']),
         ...[clientArb(2, parts, ['greedy', 'ops'])],
       ),
+  },
+  across: {
+    plans: [0, 1, 3],
+    stricter: fc.constant(false),
+    headers: fc.constant<HeaderMode>('honest'),
+    retryAfter: fc.constant<RetryAfterMode>('seconds'),
+    foreign: none,
+    skew: fc.constant(0),
+    silent: fc.constant(false),
+    latencyMs: fc.integer({ min: 0, max: 60 }),
+    clients: (parts) =>
+      fc.tuple(
+        clientArb(0, parts, ['greedy']),
+        clientArb(1, parts, ['steady']),
+        ...[clientArb(2, parts, ['greedy', 'steady'])],
+      ),
+    replicas: fc.constant(2),
   },
 };
 

@@ -39,6 +39,20 @@ interface Key {
   readonly tags: Map<number, string>;
   /** A replica waits until an answer arrives: the next answer tells them (the Lua's `wait`). */
   waiting: boolean;
+  /**
+   * Turns across replicas (the Lua's `cl` and `nx`; model.ts CLAIM_MS): the replica refused first
+   * has the unit that frees to itself for CLAIM_MS from when it was told to ask again (`from`: the end
+   * of its wait, or the answer that tells it); one held back meanwhile is next.
+   */
+  claim?: Claim | undefined;
+  next?: Claim | undefined;
+}
+
+interface Claim {
+  readonly tag: string;
+  from: number;
+  /** It waits on an answer: the answer that tells it sets `from`. */
+  readonly answer: boolean;
 }
 
 interface State {
@@ -189,9 +203,10 @@ export class SimStore {
   }
 
   /** Tells the other replicas still connected that a key someone waits on was answered. */
-  #tell(key: Key, keyId: string, channel: string): void {
+  #tell(key: Key, keyId: string, channel: string, now: number): void {
     if (!key.waiting) return;
     key.waiting = false;
+    for (const claim of [key.claim, key.next]) if (claim?.answer && claim.from > now) claim.from = now;
     setTimeout(() => {
       this.#subscribers.forEach((subscriber, i) => {
         if (this.#connections[i]?.status === 'ready') subscriber.emit('message', channel, keyId);
@@ -204,10 +219,42 @@ export class SimStore {
       reserve: (keyId, plan, now) =>
         this.exec(index, (state): Planned => {
           const key = this.#key(state, keyId);
+          const shared = plan.windows.length > 0;
+          if (key.claim !== undefined && now >= key.claim.from + model.CLAIM_MS) {
+            key.claim = key.next;
+            key.next = undefined;
+          }
+          const { claim } = key;
+          const others = shared && claim !== undefined && claim.tag !== tag;
+          // The unit another replica waited for first is left to it while it comes for it (one
+          // beside it is not); this one is next, and waits as if that unit were gone.
+          if (others && claim.from <= now && model.room(key.budget, plan, now).free <= 1) {
+            const after = model.reserve(structuredClone(key.budget), plan, now).room;
+            const until = after.free >= 1 ? claim.from + model.CLAIM_MS : after.until;
+            if (key.next === undefined || key.next.tag === tag) {
+              key.next = { tag, from: until, answer: after.free < 1 && after.wait === 'answer' };
+            }
+            if (after.wait === 'answer') key.waiting = true;
+            return {
+              ok: false,
+              seq: 0,
+              room: { free: 0, until, wait: after.free >= 1 ? 'window' : after.wait },
+              used: 0,
+            };
+          }
           const planned = model.reserve(key.budget, plan, now);
           if (!('seq' in planned)) {
-            if (planned.room.wait === 'answer') key.waiting = true;
+            const { wait, until } = planned.room;
+            if (wait === 'answer') key.waiting = true;
+            const mine = { tag, from: until, answer: wait === 'answer' };
+            if (shared && !others) key.claim = mine;
+            else if (shared && (key.next === undefined || key.next.tag === tag)) key.next = mine;
             return { ok: false, seq: 0, room: planned.room, used: 0 };
+          }
+          // Served: the turn passes to the replica next, if another.
+          if (claim?.tag === tag) {
+            key.claim = key.next?.tag === tag ? undefined : key.next;
+            key.next = undefined;
           }
           if (plan.windows.length > 0) key.tags.set(planned.seq, tag);
           if (planned.room.wait === 'answer') key.waiting = true;
@@ -225,7 +272,7 @@ export class SimStore {
             key.budget.inflight.delete(-seq);
             key.budget.inflight.add(seq);
           } else key.tags.delete(seq);
-          this.#tell(key, keyId, channel);
+          this.#tell(key, keyId, channel, now);
           const room = model.room(key.budget, plan, now);
           if (wantRoom && room.wait === 'answer') key.waiting = true;
           return { pauseMs, room, view: model.view(key.budget, plan, now) };
@@ -235,7 +282,7 @@ export class SimStore {
           const key = this.#key(state, keyId);
           if (key.tags.get(seq) === tag) model.release(key.budget, seq);
           key.tags.delete(seq);
-          this.#tell(key, keyId, channel);
+          this.#tell(key, keyId, channel, now);
           const room = model.room(key.budget, plan, now);
           if (wantRoom && room.wait === 'answer') key.waiting = true;
           return room;

@@ -59,6 +59,14 @@ export interface Plan {
 /** How long a probe's answer is awaited before another request may go without it. */
 export const PROBE_MS = 5_000;
 /**
+ * Replicas sharing a key take turns (the stores shared across replicas; one replica alone never
+ * meets it): the first refused for want of room has the next unit that frees to itself for this
+ * long after it frees, its wake-up and one round trip. Without it, a replica whose wake-ups come
+ * first (a clock ahead, a nearer Redis, a timer created earlier) takes every unit that frees while
+ * it has requests waiting, and the other's wait their whole PETSTORE_MAX_WAIT.
+ */
+export const CLAIM_MS = 50;
+/**
  * With this many requests or fewer left in the upstream's window they go one at a time: a client of
  * the key we cannot see may be spending the same window, and requests in flight when it runs out
  * would all meet 429s that count towards a ban.

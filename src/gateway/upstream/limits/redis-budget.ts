@@ -13,6 +13,7 @@ import {
   BACKOFF_MAX_MS,
   BACKOFF_MS,
   type BudgetView,
+  CLAIM_MS,
   MAX_CWND,
   ONE_AT_A_TIME_BELOW,
   type Plan,
@@ -29,6 +30,7 @@ const CONSTANTS: Record<string, number> = {
   MAX_CWND,
   BACKOFF_MS,
   BACKOFF_MAX_MS,
+  CLAIM_MS,
 };
 
 /** A script of lua/: the model's Lua (budget.lua) and its own body, the model's constants filled in (exported for bench/cost.ts). */

@@ -9,9 +9,10 @@
 -- State fields: seq, pause, pseq (seq at the latest 429), k (429s in a row), cw (congestion
 -- window), tr (1: the upstream counts our sends), n (requests in flight), wait (1: a replica waits
 -- on an answer), sw (when expired requests in flight were last looked for), ex (when both keys
--- expire), the gate (gbase, grem, greset, gfrom, glimit, grep) and one field per request in
--- flight, f<seq>@<tag>, holding when it stops counting.
-local PROBE, LOW, SAFE, MAX = {{PROBE_MS}}, {{ONE_AT_A_TIME_BELOW}}, {{SAFE_CWND}}, {{MAX_CWND}}
+-- expire), the gate (gbase, grem, greset, gfrom, glimit, grep), the turns across replicas (cl, the
+-- replica whose turn it is, and nx, the one next: each `tag|from|answer`, see reserve.lua) and one
+-- field per request in flight, f<seq>@<tag>, holding when it stops counting.
+local PROBE, LOW, SAFE, MAX, CLAIM = {{PROBE_MS}}, {{ONE_AT_A_TIME_BELOW}}, {{SAFE_CWND}}, {{MAX_CWND}}, {{CLAIM_MS}}
 local NONE, PAUSED, WINDOW, GATE, ANSWER = 0, 1, 2, 3, 4
 local now, tag, nw = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local windows = {}
@@ -21,14 +22,24 @@ local ARG = 6 + 2 * nw
 local longest = 0
 if nw > 0 then longest = windows[nw].ms end
 
+-- A replica's turn (model.ts CLAIM_MS): its tag, from when it is to come for the unit that frees,
+-- and whether it waits on an answer (the answer that tells it sets `from`).
+local function claimOf(text)
+  if not text then return nil end
+  local t, from, answer = string.match(text, '^(.*)|(%-?%d+)|([01])$')
+  return { tag = t, from = tonumber(from), answer = answer == '1' }
+end
+
+local function claimText(c) return c.tag .. '|' .. c.from .. '|' .. (c.answer and '1' or '0') end
+
 local function load()
   local st = redis.call('HMGET', KEYS[1], 'seq', 'pause', 'pseq', 'k', 'cw', 'tr', 'n', 'wait', 'sw',
-    'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep', 'ex')
+    'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep', 'ex', 'cl', 'nx')
   local b = {
     seq = tonumber(st[1] or '0'), pause = tonumber(st[2] or '0'), pseq = tonumber(st[3] or '0'),
     k = tonumber(st[4] or '0'), cw = tonumber(st[5] or SAFE), tr = st[6] == '1',
     n = tonumber(st[7] or '0'), wait = st[8] == '1', swept = tonumber(st[9] or '0'),
-    ex = tonumber(st[16] or '0'),
+    ex = tonumber(st[16] or '0'), claim = claimOf(st[17]), next = claimOf(st[18]),
   }
   if st[10] then
     b.gate = { base = tonumber(st[10]), rem = tonumber(st[11]), reset = tonumber(st[12]),
@@ -122,10 +133,34 @@ local function keep(b)
   redis.call('PEXPIRE', KEYS[2], b.ex - now)
 end
 
--- A replica waiting on an answer of this key (marked by a refused reserve) is told of this one.
+-- Writes the turns back: cl and nx set, or deleted when none.
+local function saveTurns(b)
+  local set, del = {}, {}
+  for field, c in pairs({ cl = b.claim or false, nx = b.next or false }) do
+    if c then
+      set[#set + 1] = field
+      set[#set + 1] = claimText(c)
+    else
+      del[#del + 1] = field
+    end
+  end
+  if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
+  if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
+end
+
+-- A replica waiting on an answer of this key (marked by a refused reserve) is told of this one; a
+-- turn that waited on it starts now.
 local function tell(b, channel, keyId)
   if b.wait then
     redis.call('HDEL', KEYS[1], 'wait')
     redis.call('PUBLISH', channel, keyId)
+    local moved = false
+    for _, c in ipairs({ b.claim or false, b.next or false }) do
+      if c and c.answer and c.from > now then
+        c.from = now
+        moved = true
+      end
+    end
+    if moved then saveTurns(b) end
   end
 end

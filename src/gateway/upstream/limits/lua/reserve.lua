@@ -2,6 +2,12 @@
 -- why, 0} (model.ts `reserve`; used: the most sends any window holds with this one).
 local b = load()
 if nw > 0 and b.seq % 16 == 15 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - longest) end
+-- Turns across replicas (model.ts CLAIM_MS): a turn not taken in time passes to the replica next.
+local turns, moved = nw > 0, false
+if turns and b.claim and now >= b.claim.from + CLAIM then
+  b.claim, b.next, moved = b.next, nil, true
+end
+local others = turns and b.claim ~= nil and b.claim.tag ~= tag
 local free, untilAt, why, used, g, left = measure(b)
 if why == ANSWER and b.n > 0 and b.swept + PROBE <= now then
   -- Requests of a replica that never reported back stop counting when their time is up (looked
@@ -19,11 +25,22 @@ if why == ANSWER and b.n > 0 and b.swept + PROBE <= now then
     free, untilAt, why, used, g, left = measure(b)
   end
 end
+-- A replica refused for want of room has the next turn, or is next after the one that has it.
+local function waitTurn(from, answer)
+  local mine = { tag = tag, from = from, answer = answer }
+  if not others then
+    b.claim, moved = mine, true
+  elseif b.next == nil or b.next.tag == tag then
+    b.next, moved = mine, true
+  end
+end
 if free ~= -1 and free < 1 then
   if why == ANSWER then
     redis.call('HSET', KEYS[1], 'wait', 1)
     keep(b)
   end
+  if turns then waitTurn(untilAt, why == ANSWER) end
+  if moved then saveTurns(b) end
   return { 0, 0, free, untilAt, why, 0 }
 end
 local seq = b.seq + 1
@@ -52,6 +69,25 @@ else
   local by = answersAllow(b.cw, left - 1, b.n + 1)
   if by <= 0 then result = { 1, seq, 0, now + PROBE, ANSWER, most } else result = { 1, seq, math.min(after, left - 1, by), now, NONE, most } end
 end
+-- The unit another replica waited for first is left to it while it comes for it (one beside it is
+-- not): this one is next, and waits as if that unit were gone.
+if others and b.claim.from <= now and free <= 1 then
+  local u, w = result[4], result[5]
+  if result[3] >= 1 then u, w = b.claim.from + CLAIM, WINDOW end
+  waitTurn(u, w == ANSWER)
+  if w == ANSWER then
+    redis.call('HSET', KEYS[1], 'wait', 1)
+    keep(b)
+  end
+  if moved then saveTurns(b) end
+  return { 0, 0, 0, u, w, 0 }
+end
+-- Served on its turn: the turn passes to the replica next, if another.
+if b.claim and b.claim.tag == tag then
+  if b.next and b.next.tag ~= tag then b.claim = b.next else b.claim = nil end
+  b.next, moved = nil, true
+end
+if moved then saveTurns(b) end
 local fields = { 'seq', seq, 'n', b.n + 1, 'f' .. seq .. '@' .. tag, now + flight }
 if g.from == -1 and (b.gate == nil or b.gate.reset <= now) then
   for _, v in ipairs(gateFields(g)) do fields[#fields + 1] = v end
