@@ -100,6 +100,8 @@ interface Key {
   queued: number;
   /** Reservoir units given and not yet taken by a job. */
   granted: number;
+  /** Requests that asked the store and have not had its answer: each takes a unit the answers before it still count free. */
+  asking: number;
   /** Waiting requests per client (their priority). */
   readonly clients: Map<string, number>;
   limiter: BottleneckType | undefined;
@@ -134,6 +136,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
         running: 0,
         queued: 0,
         granted: 0,
+        asking: 0,
         clients: new Map(),
         limiter: undefined,
         room: undefined,
@@ -175,7 +178,8 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     if (waitingJobs <= 0 || key.limiter === undefined) return;
     const room = key.room;
     const free = room === undefined || room.until <= now() ? Math.max(1, room?.free ?? 1) : room.free;
-    let n = Math.min(waitingJobs, free, perKey - key.running - key.granted);
+    // Those let go that have not asked yet, or not heard back, will take their part of `free`.
+    let n = Math.min(waitingJobs, free - key.granted - key.asking, perKey - key.running - key.granted);
     if (n > 0 && spaced(key)) {
       // Several clients want more than the key's window holds: its sends are spread at the plan's
       // rate, one to each in turn, so a window's sends do not all go in the burst it frees to
@@ -350,17 +354,24 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     const left = (key.clients.get(waiter.clientId) ?? 1) - 1;
     if (left > 0) key.clients.set(waiter.clientId, left);
     else key.clients.delete(waiter.clientId);
-    // Its caller has gone (deadline or client): nothing is asked, and its unit goes to the next.
-    if (!wait.open) return void grant(key);
+    // Its caller has gone (deadline or client): nothing is asked, and its unit goes to the next; a
+    // key left holding nothing is forgotten.
+    if (!wait.open) {
+      grant(key);
+      return void forgetIfIdle(waiter.keyId, key);
+    }
     key.running++;
+    key.asking++;
     let asked: Asked<T>;
     try {
       asked = await wait.ask();
     } catch (error) {
+      key.asking--;
       key.running--;
       wait.settle(undefined, error);
       return void grant(key);
     }
+    key.asking--;
     if (!asked.ok || !wait.open) {
       key.running--;
       learn(key, asked.room);
@@ -390,14 +401,17 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
       saw(key, waiter.clientId);
       if (key.queued === 0 && key.running < perKey) {
         key.running++;
+        key.asking++;
         let asked: Awaited<ReturnType<typeof ask>>;
         try {
           asked = await ask();
         } catch (error) {
+          key.asking--;
           key.running--;
           forgetIfIdle(waiter.keyId, key);
           throw error;
         }
+        key.asking--;
         if (asked.ok) {
           learn(key, asked.room);
           return admission(waiter.keyId, key, asked.value);
