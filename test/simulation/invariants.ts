@@ -167,14 +167,8 @@ export function planUsed(scenario: Scenario, result: SimResult): string[] {
   if (scenario.maxWaitMs < first.windowMs) return violations;
   for (const client of scenario.clients) {
     if (client.kind !== 'steady') continue;
-    // Across replicas the store gives turns by replica (sim-store.ts, the Lua's claim), and each
-    // replica's queue by client: a light client alone with light ones on its replica is owed its
-    // turn whatever greedy clients do on the others. Beside a greedy client of its own replica while
-    // another replica is greedy too, it is owed a quarter of the plan by those rules, and a request
-    // refused at its turn (the other replica's) waiting again first can still crowd it out: not
-    // checked (docs/architecture.md).
-    const sibling = greedy.some((other) => other.replica === client.replica);
-    if (sibling && greedy.some((other) => other.replica !== client.replica)) continue;
+    // Across replicas the store gives turns by replica (sim-store.ts, the Lua's cl and nx), and each
+    // replica's queue by client.
     const mine = result.ops.filter(
       (op) => op.client === client.id && op.start >= from && op.start < to - scenario.maxWaitMs,
     );

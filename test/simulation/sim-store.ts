@@ -230,15 +230,19 @@ export class SimStore {
           // beside it is not); this one is next, and waits as if that unit were gone.
           if (others && claim.from <= now && model.room(key.budget, plan, now).free <= 1) {
             const after = model.reserve(structuredClone(key.budget), plan, now).room;
-            const until = after.free >= 1 ? claim.from + model.CLAIM_MS : after.until;
+            const ends = claim.from + model.CLAIM_MS;
+            // No later than the turn's end: a turn not taken frees the unit for whoever asks.
+            const byTurn = after.free >= 1 || after.until >= ends;
+            const until = byTurn ? ends : after.until;
+            const wait = byTurn ? 'window' : after.wait;
             if (key.next === undefined || key.next.tag === tag) {
-              key.next = { tag, from: until, answer: after.free < 1 && after.wait === 'answer' };
+              key.next = { tag, from: until, answer: wait === 'answer' };
             }
-            if (after.wait === 'answer') key.waiting = true;
+            if (wait === 'answer') key.waiting = true;
             return {
               ok: false,
               seq: 0,
-              room: { free: 0, until, wait: after.free >= 1 ? 'window' : after.wait },
+              room: { free: 0, until, wait },
               used: 0,
             };
           }

@@ -60,9 +60,14 @@ describe('the Redis budget across replicas', () => {
     // b asks first when a's send leaves the window: the unit is a's, and b waits for the one after.
     expect((await b.reserve('k', PLAN, T + 1_000)).room).toEqual({ free: 0, until: T + 1_005, wait: 'window' });
     expect(await send(a, T + 1_001)).toBe(true);
-    // Now it is b's turn: a, asking first for the next unit, waits for the one after it.
+    // Now it is b's turn: a, asking first for the next unit, waits until b's turn ends (the one
+    // after it frees later still), in case b does not come.
     expect((await a.reserve('k', PLAN, T + 1_002)).ok).toBe(false);
-    expect((await a.reserve('k', PLAN, T + 1_005)).room).toEqual({ free: 0, until: T + 2_001, wait: 'window' });
+    expect((await a.reserve('k', PLAN, T + 1_005)).room).toEqual({
+      free: 0,
+      until: T + 1_005 + CLAIM_MS,
+      wait: 'window',
+    });
     expect(await send(b, T + 1_006)).toBe(true);
   });
 

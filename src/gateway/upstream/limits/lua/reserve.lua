@@ -72,8 +72,9 @@ end
 -- The unit another replica waited for first is left to it while it comes for it (one beside it is
 -- not): this one is next, and waits as if that unit were gone.
 if others and b.claim.from <= now and free <= 1 then
-  local u, w = result[4], result[5]
-  if result[3] >= 1 then u, w = b.claim.from + CLAIM, WINDOW end
+  -- No later than the turn's end: a turn not taken frees the unit for whoever asks.
+  local u, w, ends = result[4], result[5], b.claim.from + CLAIM
+  if result[3] >= 1 or u >= ends then u, w = ends, WINDOW end
   waitTurn(u, w == ANSWER)
   if w == ANSWER then
     redis.call('HSET', KEYS[1], 'wait', 1)
