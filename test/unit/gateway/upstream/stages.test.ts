@@ -320,6 +320,8 @@ describe('rate headers within bounds', () => {
       clamped: false,
     });
     expect(readRateHeaders(quota('30', '99'), now, 3_600_000).remaining).toBe(60);
+    const one = response(200, { 'x-ratelimit-limit': '1', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': '30' });
+    expect(readRateHeaders(one, now, 3_600_000)).toMatchObject({ limit: 1, remaining: 1 });
     const noLimit = response(200, {
       'x-ratelimit-limit': '0',
       'x-ratelimit-remaining': '0',
