@@ -186,6 +186,23 @@ const none = () => fc.constant([] as number[]);
 const clients = (count: { min: number; max: number }, kinds: readonly ClientSpec['kind'][]) => (parts: Parts) =>
   fc.integer(count).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => clientArb(i, parts, kinds))));
 
+const CONTENTION: Family = {
+  plans: [0, 1, 3],
+  stricter: fc.constant(false),
+  headers: fc.constant<HeaderMode>('honest'),
+  retryAfter: fc.constant<RetryAfterMode>('seconds'),
+  foreign: none,
+  skew: fc.constant(0),
+  silent: fc.constant(false),
+  latencyMs: fc.integer({ min: 0, max: 60 }),
+  clients: (parts) =>
+    fc.tuple(
+      clientArb(0, parts, ['greedy']),
+      clientArb(1, parts, ['steady']),
+      ...[clientArb(2, parts, ['greedy', 'ops'])],
+    ),
+};
+
 /**
  * Kinds of schedule, each aimed at what could break (each has a test file of its name): `mixed`,
  * anything at all; `liar`, an upstream whose headers lie about a lower real limit, under many
@@ -249,31 +266,9 @@ const FAMILIES: Record<string, Family> = {
     replicas: fc.integer({ min: 2, max: 3 }),
     faults: true,
   },
-  contention: {
-    plans: [0, 1, 3],
-    stricter: fc.constant(false),
-    headers: fc.constant<HeaderMode>('honest'),
-    retryAfter: fc.constant<RetryAfterMode>('seconds'),
-    foreign: none,
-    skew: fc.constant(0),
-    silent: fc.constant(false),
-    latencyMs: fc.integer({ min: 0, max: 60 }),
-    clients: (parts) =>
-      fc.tuple(
-        clientArb(0, parts, ['greedy']),
-        clientArb(1, parts, ['steady']),
-        ...[clientArb(2, parts, ['greedy', 'ops'])],
-      ),
-  },
+  contention: CONTENTION,
   across: {
-    plans: [0, 1, 3],
-    stricter: fc.constant(false),
-    headers: fc.constant<HeaderMode>('honest'),
-    retryAfter: fc.constant<RetryAfterMode>('seconds'),
-    foreign: none,
-    skew: fc.constant(0),
-    silent: fc.constant(false),
-    latencyMs: fc.integer({ min: 0, max: 60 }),
+    ...CONTENTION,
     clients: (parts) =>
       fc.tuple(
         clientArb(0, parts, ['greedy']),
