@@ -232,7 +232,7 @@ export class SimStore {
             const after = model.reserve(structuredClone(key.budget), plan, now).room;
             const ends = claim.from + model.CLAIM_MS;
             // No later than the turn's end: a turn not taken frees the unit for whoever asks.
-            const byTurn = after.free >= 1 || after.until >= ends;
+            const byTurn = after.until >= ends;
             const until = byTurn ? ends : after.until;
             const wait = byTurn ? 'window' : after.wait;
             if (key.next === undefined || key.next.tag === tag) {

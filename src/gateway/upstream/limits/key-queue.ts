@@ -346,6 +346,16 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     grant(key);
   }
 
+  /** Asks the store, counted as asking until its word is back (and before anything it says is acted on). */
+  async function askStore<T>(key: Key, ask: () => Promise<Asked<T>>): Promise<Asked<T>> {
+    key.asking++;
+    try {
+      return await ask();
+    } finally {
+      key.asking--;
+    }
+  }
+
   /** The job: bottleneck gave the request its turn; it asks the store, and holds its connection until it is over. */
   async function turn<T>(wait: Wait<T>): Promise<void> {
     const { key, waiter } = wait;
@@ -361,17 +371,14 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
       return void forgetIfIdle(waiter.keyId, key);
     }
     key.running++;
-    key.asking++;
     let asked: Asked<T>;
     try {
-      asked = await wait.ask();
+      asked = await askStore(key, wait.ask);
     } catch (error) {
-      key.asking--;
       key.running--;
       wait.settle(undefined, error);
       return void grant(key);
     }
-    key.asking--;
     if (!asked.ok || !wait.open) {
       key.running--;
       learn(key, asked.room);
@@ -401,17 +408,14 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
       saw(key, waiter.clientId);
       if (key.queued === 0 && key.running < perKey) {
         key.running++;
-        key.asking++;
         let asked: Awaited<ReturnType<typeof ask>>;
         try {
-          asked = await ask();
+          asked = await askStore(key, ask);
         } catch (error) {
-          key.asking--;
           key.running--;
           forgetIfIdle(waiter.keyId, key);
           throw error;
         }
-        key.asking--;
         if (asked.ok) {
           learn(key, asked.room);
           return admission(waiter.keyId, key, asked.value);

@@ -74,7 +74,7 @@ end
 if others and b.claim.from <= now and free <= 1 then
   -- No later than the turn's end: a turn not taken frees the unit for whoever asks.
   local u, w, ends = result[4], result[5], b.claim.from + CLAIM
-  if result[3] >= 1 or u >= ends then u, w = ends, WINDOW end
+  if u >= ends then u, w = ends, WINDOW end
   waitTurn(u, w == ANSWER)
   if w == ANSWER then
     redis.call('HSET', KEYS[1], 'wait', 1)
