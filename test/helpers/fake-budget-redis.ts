@@ -8,7 +8,7 @@
 
 import { EventEmitter } from 'node:events';
 import { createLogger } from '../../src/gateway/observability/logger.js';
-import type { Recorded, Reservation } from '../../src/gateway/upstream/limits/budget.js';
+import type { Recorded } from '../../src/gateway/upstream/limits/budget.js';
 import type { Answer, Plan, Room, Wait } from '../../src/gateway/upstream/limits/model.js';
 import type { Member, Planned } from '../../src/gateway/upstream/limits/redis-budget.js';
 import {
@@ -16,6 +16,7 @@ import {
   type SharedBudgetOptions,
   SharedBudgetStore,
 } from '../../src/gateway/upstream/limits/shared-budget.js';
+import { said as answerWith, seqOf, tooMany } from './budget-answers.js';
 import { until } from './until.js';
 
 export const T = 1_800_000_000_000;
@@ -27,18 +28,8 @@ export const LOCAL_FROM = T + LEASE_MS + BEAT_MS;
 export const MINUTE = 60_000;
 export const PLAN: Plan = { windows: [{ count: 10, windowMs: MINUTE }], share: 1 };
 
-export const said = (remaining: number): Answer => ({
-  status: 200,
-  word: { limit: 100, remaining, resetAt: T + 10 * MINUTE },
-  retryAfterMs: undefined,
-  jitter: 0,
-});
-export const tooMany = (retryAfterMs: number): Answer => ({
-  status: 429,
-  word: { limit: 0, remaining: 0, resetAt: 0 },
-  retryAfterMs,
-  jitter: 0,
-});
+export const said = (remaining: number): Answer => answerWith(remaining, T + 10 * MINUTE);
+export { seqOf, tooMany };
 export const open = (now: number): Room => ({ free: 1, until: now, wait: undefined });
 export const refusal = (wait: Wait, at: number): Planned => ({
   ok: false,
@@ -46,11 +37,6 @@ export const refusal = (wait: Wait, at: number): Planned => ({
   room: { free: 0, until: at, wait },
   used: 0,
 });
-
-export function seqOf(reservation: Reservation): number {
-  if (!reservation.ok) throw new Error(`refused: ${JSON.stringify(reservation.room)}`);
-  return reservation.seq;
-}
 
 class FakeConnection extends EventEmitter {
   status = 'ready';

@@ -19,3 +19,13 @@ export async function until(
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
+
+/** A promise's state as seen now, without waiting for it. */
+export function watch<T>(promise: Promise<T>): { settled: boolean; value?: T; error?: unknown } {
+  const seen: { settled: boolean; value?: T; error?: unknown } = { settled: false };
+  promise.then(
+    (value) => Object.assign(seen, { settled: true, value }),
+    (error: unknown) => Object.assign(seen, { settled: true, error }),
+  );
+  return seen;
+}

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Answer, CLAIM_MS, type Plan } from '../../../src/gateway/upstream/limits/model.js';
 import { RedisBudget } from '../../../src/gateway/upstream/limits/redis-budget.js';
+import { said } from '../../helpers/budget-answers.js';
 import { type RedisServer, startRedis } from '../../helpers/redis.js';
 
 let redis: RedisServer;
@@ -35,12 +36,7 @@ function replicas() {
   return { a: make('aaaa'), b: make('bbbb') };
 }
 
-const ok = (now: number): Answer => ({
-  status: 200,
-  word: { limit: 1_000, remaining: 900, resetAt: now + 60_000 },
-  retryAfterMs: undefined,
-  jitter: 0,
-});
+const ok = (now: number): Answer => said(900, now + 60_000, 1_000);
 
 /** Plans one request and answers it at once; whether it was planned. */
 async function send(budget: RedisBudget, now: number): Promise<boolean> {
@@ -85,7 +81,7 @@ describe('the Redis budget across replicas', () => {
     const { a, b } = replicas();
     const big: Plan = { windows: [{ count: 100, windowMs: 60_000 }], share: 1 };
     // Three left upstream: one request at a time.
-    const few = (now: number): Answer => ({ ...ok(now), word: { limit: 100, remaining: 3, resetAt: now + 60_000 } });
+    const few = (now: number): Answer => said(3, now + 60_000);
     const probe = await a.reserve('k', big, T);
     await a.answer('k', probe.seq, few(T), T, big, false);
     const out = await a.reserve('k', big, T + 1);

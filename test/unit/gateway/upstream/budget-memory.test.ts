@@ -7,31 +7,13 @@
 
 import { describe, expect, it } from 'vitest';
 import type { RateWindow } from '../../../../src/config.js';
-import { MemoryBudgetStore, type Reservation } from '../../../../src/gateway/upstream/limits/budget.js';
-import { type Answer, PROBE_MS } from '../../../../src/gateway/upstream/limits/model.js';
+import { MemoryBudgetStore } from '../../../../src/gateway/upstream/limits/budget.js';
+import { PROBE_MS } from '../../../../src/gateway/upstream/limits/model.js';
+import { said, seqOf, tooMany } from '../../../helpers/budget-answers.js';
 
 const T = 1_800_000_000_000;
 const FIVE_PER_SECOND: RateWindow[] = [{ count: 5, windowMs: 1_000 }];
 const HUNDRED_PER_SECOND: RateWindow[] = [{ count: 100, windowMs: 1_000 }];
-
-/** An answer with X-RateLimit-* headers. */
-const said = (remaining: number, resetAt: number, limit = 100): Answer => ({
-  status: 200,
-  word: { limit, remaining, resetAt },
-  retryAfterMs: undefined,
-  jitter: 0,
-});
-const tooMany = (retryAfterMs: number): Answer => ({
-  status: 429,
-  word: { limit: 0, remaining: 0, resetAt: 0 },
-  retryAfterMs,
-  jitter: 0,
-});
-
-function seqOf(reservation: Reservation): number {
-  if (!reservation.ok) throw new Error(`refused: ${JSON.stringify(reservation.room)}`);
-  return reservation.seq;
-}
 
 /** The keys the store holds, oldest first: every key in these tests has a send in its log. */
 const held = (store: MemoryBudgetStore) => [...store.happened(0, T)].map(([keyId]) => keyId);

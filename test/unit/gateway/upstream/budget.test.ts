@@ -10,11 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateWindow } from '../../../../src/config.js';
 import { parseConfig, type RedisTarget } from '../../../../src/config.js';
 import { createLogger } from '../../../../src/gateway/observability/logger.js';
-import {
-  type BudgetStore,
-  MemoryBudgetStore,
-  type Reservation,
-} from '../../../../src/gateway/upstream/limits/budget.js';
+import { type BudgetStore, MemoryBudgetStore } from '../../../../src/gateway/upstream/limits/budget.js';
 import {
   type Answer,
   NO_ANSWER,
@@ -24,6 +20,7 @@ import {
 } from '../../../../src/gateway/upstream/limits/model.js';
 import { SharedBudgetStore } from '../../../../src/gateway/upstream/limits/shared-budget.js';
 import { createRedisConnection } from '../../../../src/gateway/upstream/redis/connection.js';
+import { bare, said, seqOf, tooMany } from '../../../helpers/budget-answers.js';
 import {
   type RedisHa,
   type RedisServer,
@@ -86,27 +83,6 @@ const stores: [string, Create][] = [
   ['in Redis behind Sentinel', onRedis(() => parseConfig(sentinel.env).redis as RedisTarget)],
 ];
 const implementations = single ? stores.slice(0, 2) : stores;
-
-/** An answer with X-RateLimit-* headers. */
-const said = (remaining: number, resetAt: number, limit = 100): Answer => ({
-  status: 200,
-  word: { limit, remaining, resetAt },
-  retryAfterMs: undefined,
-  jitter: 0,
-});
-/** An answer without usable rate-limit headers. */
-const bare: Answer = { status: 200, word: { limit: 0, remaining: 0, resetAt: 0 }, retryAfterMs: undefined, jitter: 0 };
-const tooMany = (retryAfterMs: number | undefined): Answer => ({
-  status: 429,
-  word: { limit: 0, remaining: 0, resetAt: 0 },
-  retryAfterMs,
-  jitter: 0,
-});
-
-function seqOf(reservation: Reservation): number {
-  if (!reservation.ok) throw new Error(`refused: ${JSON.stringify(reservation.room)}`);
-  return reservation.seq;
-}
 
 describe.each(implementations)('the budget %s', (_name, create) => {
   let store: BudgetStore;

@@ -21,6 +21,7 @@ import { createSlots } from '../../../../src/gateway/upstream/limits/slots.js';
 import { createOperation } from '../../../../src/gateway/upstream/operation.js';
 import type { CallTrace, Send, UpstreamCall } from '../../../../src/gateway/upstream/pipeline.js';
 import type { UpstreamResponse } from '../../../../src/gateway/upstream/response.js';
+import { watch } from '../../../helpers/until.js';
 import { upstreamCall } from '../../../helpers/upstream-call.js';
 
 const T = Date.UTC(2026, 0, 5);
@@ -46,16 +47,6 @@ const operation = (maxWaitMs = 5_000, maxRequests?: number) =>
 const get = (overrides: Partial<UpstreamCall> = {}) => upstreamCall({ operation: operation(), ...overrides });
 
 const flush = () => vi.advanceTimersByTimeAsync(0);
-
-/** A promise's state as seen now, without waiting for it. */
-function watch<T>(promise: Promise<T>) {
-  const seen: { settled: boolean; value?: T; error?: unknown } = { settled: false };
-  promise.then(
-    (value) => Object.assign(seen, { settled: true, value }),
-    (error: unknown) => Object.assign(seen, { settled: true, error }),
-  );
-  return seen;
-}
 
 function deferred<T>() {
   let resolve: (value: T) => void = () => {};

@@ -24,6 +24,7 @@ import {
   SAFE_CWND,
   view,
 } from '../../../../src/gateway/upstream/limits/model.js';
+import { bare, said, tooMany } from '../../../helpers/budget-answers.js';
 
 const T = 1_800_000_000_000;
 const MINUTE = 60_000;
@@ -31,22 +32,6 @@ const planOf = (windows: RateWindow[], share = 1): Plan => ({ windows, share });
 const HUNDRED_A_MINUTE = planOf([{ count: 100, windowMs: MINUTE }]);
 /** Throttling off: only a 429's pause applies. */
 const UNTHROTTLED = planOf([]);
-
-/** An answer with X-RateLimit-* headers. */
-const said = (remaining: number, resetAt: number, limit = 100): Answer => ({
-  status: 200,
-  word: { limit, remaining, resetAt },
-  retryAfterMs: undefined,
-  jitter: 0,
-});
-/** An answer without usable rate-limit headers. */
-const bare: Answer = { status: 200, word: { limit: 0, remaining: 0, resetAt: 0 }, retryAfterMs: undefined, jitter: 0 };
-const tooMany = (retryAfterMs: number | undefined, jitter = 0): Answer => ({
-  ...bare,
-  status: 429,
-  retryAfterMs,
-  jitter,
-});
 
 function seqOf(planned: ReturnType<typeof reserve>): number {
   if (!('seq' in planned)) throw new Error(`refused: ${JSON.stringify(planned.room)}`);

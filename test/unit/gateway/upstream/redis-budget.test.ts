@@ -8,9 +8,10 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateWindow, RedisTarget } from '../../../../src/config.js';
-import { type Answer, type Plan, PROBE_MS } from '../../../../src/gateway/upstream/limits/model.js';
+import { type Plan, PROBE_MS } from '../../../../src/gateway/upstream/limits/model.js';
 import { RedisBudget, script } from '../../../../src/gateway/upstream/limits/redis-budget.js';
 import { createRedisConnection, type RedisConnection } from '../../../../src/gateway/upstream/redis/connection.js';
+import { bare, said, tooMany } from '../../../helpers/budget-answers.js';
 import { type RedisServer, startRedis } from '../../../helpers/redis.js';
 import { until } from '../../../helpers/until.js';
 
@@ -19,20 +20,6 @@ const plan = (windows: RateWindow[]): Plan => ({ windows, share: 1 });
 const NO_WINDOWS = plan([]);
 const FIVE_PER_SECOND = plan([{ count: 5, windowMs: 1_000 }]);
 const HUNDRED_PER_SECOND = plan([{ count: 100, windowMs: 1_000 }]);
-
-const said = (remaining: number, resetAt: number, limit = 100): Answer => ({
-  status: 200,
-  word: { limit, remaining, resetAt },
-  retryAfterMs: undefined,
-  jitter: 0,
-});
-const bare: Answer = { status: 200, word: { limit: 0, remaining: 0, resetAt: 0 }, retryAfterMs: undefined, jitter: 0 };
-const tooMany = (retryAfterMs: number | undefined): Answer => ({
-  status: 429,
-  word: { limit: 0, remaining: 0, resetAt: 0 },
-  retryAfterMs,
-  jitter: 0,
-});
 
 let server: RedisServer;
 let connection: RedisConnection;

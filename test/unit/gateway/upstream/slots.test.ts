@@ -7,6 +7,7 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSlots, type SlotsOptions } from '../../../../src/gateway/upstream/limits/slots.js';
+import { watch } from '../../../helpers/until.js';
 
 const T = Date.UTC(2026, 0, 5);
 beforeEach(() => {
@@ -18,16 +19,6 @@ afterEach(() => {
 
 const slotsOf = (options: Partial<SlotsOptions> = {}) =>
   createSlots({ total: 8, perKey: 8, maxQueuedPerClient: 8, now: () => Date.now(), ...options });
-
-/** A promise's state as seen now, without waiting for it. */
-function watch<T>(promise: Promise<T>) {
-  const seen: { settled: boolean; value?: T; error?: unknown } = { settled: false };
-  promise.then(
-    (value) => Object.assign(seen, { settled: true, value }),
-    (error: unknown) => Object.assign(seen, { settled: true, error }),
-  );
-  return seen;
-}
 
 const flush = () => vi.advanceTimersByTimeAsync(0);
 const WAIT = T + 60_000;
