@@ -102,6 +102,8 @@ interface Key {
   granted: number;
   /** Requests that asked the store and have not had its answer: each takes a unit the answers before it still count free. */
   asking: number;
+  /** Times the key's room changed outside a request (changed()): a refusal asked across one is stale. */
+  changes: number;
   /** Waiting requests per client (their priority). */
   readonly clients: Map<string, number>;
   limiter: BottleneckType | undefined;
@@ -137,6 +139,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
         queued: 0,
         granted: 0,
         asking: 0,
+        changes: 0,
         clients: new Map(),
         limiter: undefined,
         room: undefined,
@@ -346,11 +349,18 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     grant(key);
   }
 
-  /** Asks the store, counted as asking until its word is back (and before anything it says is acted on). */
+  /**
+   * Asks the store, counted as asking until its word is back (and before anything it says is acted
+   * on). A refusal whose key changed meanwhile is stale: the change (another replica's answer, heard
+   * on a connection of its own) may have come before this reply though the store ran it after, and
+   * nobody would tell the key again; its wait is taken as over, so one request asks again at once.
+   */
   async function askStore<T>(key: Key, ask: () => Promise<Asked<T>>): Promise<Asked<T>> {
     key.asking++;
+    const changes = key.changes;
     try {
-      return await ask();
+      const asked = await ask();
+      return asked.ok || key.changes === changes ? asked : { ok: false, room: { ...asked.room, until: now() } };
     } finally {
       key.asking--;
     }
@@ -392,7 +402,9 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
       return void grant(key);
     }
     jobs++;
-    key.lastPaced = Math.max(key.lastPaced + spacingMs, now() - spacingMs);
+    // On the grid when it runs late; never ahead of now: a burst of turns while the key was not spaced
+    // (13 in 300 ms) would otherwise put the next spaced turn 13 spacings away, the key idle meanwhile.
+    key.lastPaced = Math.min(now(), Math.max(key.lastPaced + spacingMs, now() - spacingMs));
     // What the store said after planning it: more may go at once.
     learn(key, asked.room);
     grant(key);
@@ -432,6 +444,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     changed(keyId, room) {
       const key = keys.get(keyId);
       if (key === undefined) return;
+      key.changes++;
       learn(key, room);
       grant(key);
     },

@@ -141,6 +141,33 @@ describe("the store's named wait", () => {
     expect(waiting.admitted?.value).toBe(1);
   });
 
+  it.each(['answer', 'window'] as const)(
+    'asks again at once when the key changed while a refusal (%s) was on its way: the change may postdate it',
+    async (wait) => {
+      const { q } = queues();
+      const asks: string[] = [];
+      let room = 0;
+      // The store's word is made when it is asked, and comes back 2 ms later (a round trip).
+      const ask = async (): Promise<Asked<number>> => {
+        asks.push(`${Date.now() - T}${room > 0 ? '' : ' no'}`);
+        const word: Asked<number> =
+          room > 0
+            ? { ok: true, value: 1, room: roomFor(0) }
+            : { ok: false, room: { free: 0, until: T + 5_000, wait } };
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        return word;
+      };
+      const waiting = request(q, ask, 'a');
+      await vi.advanceTimersByTimeAsync(1);
+      // Another replica's answer, heard on the subscriber before the reply to the refusal it overtook.
+      room = 1;
+      q.changed('k');
+      await vi.advanceTimersByTimeAsync(10);
+      expect(asks).toEqual(['0 no', '3']);
+      expect(waiting.admitted?.value).toBe(1);
+    },
+  );
+
   it('keeps the earlier wake when the store names a later wait meanwhile', async () => {
     const { q } = queues();
     const s = store(0, T + 1_000);

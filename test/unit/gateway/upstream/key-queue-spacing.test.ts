@@ -42,6 +42,31 @@ describe('the sends of a spent key, spaced among contending clients (window 4 pe
     },
   );
 
+  it('does not put a spaced turn off by the turns of a burst that went while the key was not spaced', async () => {
+    const { q } = queues({ window, perKey: 20 });
+    const s = store(0, T + 1_000);
+    for (let i = 0; i < 12; i++) request(q, s.ask('a'), 'a');
+    // At 1 s all twelve go, one client alone on the key: not spaced.
+    s.state.room = 12;
+    s.state.until = T + 2_000;
+    await vi.advanceTimersByTimeAsync(1_100);
+    expect(s.state.asks.filter((ask) => !ask.endsWith('no'))).toHaveLength(12);
+    // Two clients wait on the spent key: what frees at 1.5 s goes on the grid from the burst's last turn
+    // (its first slot taken late, the next at once), not twelve turns on, at 4 s.
+    request(q, s.ask('b'), 'b');
+    request(q, s.ask('a'), 'a');
+    await vi.advanceTimersByTimeAsync(400);
+    s.state.room = 2;
+    q.changed('k', roomFor(2));
+    await vi.advanceTimersByTimeAsync(500);
+    expect(s.state.asks.filter((ask) => Number.parseInt(ask, 10) >= 1_100)).toEqual([
+      '1100 b no',
+      '1100 a no',
+      '1500 b',
+      '1503 a',
+    ]);
+  });
+
   it('lets them go together when one client uses the key', async () => {
     const { q } = queues({ perKey: 4, window });
     const s = windowStore(4, 1_000);
