@@ -45,7 +45,7 @@ type Step =
       retryAfterMs: number | undefined;
       jitter: number;
     }
-  | { kind: 'release'; pick: number }
+  | { kind: 'release'; pick: number; unsent: boolean }
   | { kind: 'wait'; ms: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
@@ -68,7 +68,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       jitter: fc.double({ min: 0, max: 0.999, noNaN: true }),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat(), unsent: fc.boolean() }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 1, max: 15_000 }) }) },
 );
 
@@ -91,7 +94,7 @@ describe('the budget on Redis', () => {
             channel: 'c',
           });
           const budget = model.newBudget();
-          const out: number[] = [];
+          const out: { seq: number; at: number }[] = [];
           let now = 1_795_000_000_000;
           for (const s of steps) {
             if (s.kind === 'wait') {
@@ -104,15 +107,18 @@ describe('the budget on Redis', () => {
                   ? { ok: true, seq: expected.seq, room: expected.room, used: expected.used }
                   : { ok: false, seq: 0, room: expected.room, used: 0 },
               );
-              if ('seq' in expected) out.push(expected.seq);
+              if ('seq' in expected) out.push({ seq: expected.seq, at: now });
             } else if (out.length > 0) {
-              const [seq] = out.splice(s.pick % out.length, 1) as [number];
+              const [{ seq, at }] = out.splice(s.pick % out.length, 1) as [{ seq: number; at: number }];
               if (s.kind === 'release') {
-                model.release(budget, seq);
-                expect(await onRedis.release('k', seq, now, plan, true)).toEqual(model.room(budget, plan, now));
+                model.release(budget, seq, s.unsent ? at : undefined);
+                const room = await onRedis.release('k', seq, now, plan, true, s.unsent);
+                expect(room).toEqual(model.room(budget, plan, now));
               } else {
+                // Resets on a 10 s grid, as an upstream's fixed windows: answers often share one.
+                const resetAt = Math.ceil((now + (s.headers?.resetInMs ?? 0)) / 10_000) * 10_000;
                 const word = s.headers
-                  ? { limit: s.headers.limit, remaining: s.headers.remaining, resetAt: now + s.headers.resetInMs }
+                  ? { limit: s.headers.limit, remaining: s.headers.remaining, resetAt }
                   : { limit: 0, remaining: 0, resetAt: 0 };
                 const said = { status: s.status, word, retryAfterMs: s.retryAfterMs, jitter: s.jitter };
                 const pauseMs = model.answer(budget, plan, seq, said, now);

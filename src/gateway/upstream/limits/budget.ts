@@ -46,8 +46,11 @@ export interface BudgetStore {
    * after it only when `wantRoom` (requests of the key wait here: it costs Redis a read of the log).
    */
   answer(keyId: string, seq: number, said: Answer, now: number, epoch: number, wantRoom?: boolean): Promise<Recorded>;
-  /** Ends a planned request that got no answer (a network failure, or never sent). */
-  release(keyId: string, seq: number, now: number, epoch: number): Promise<Room>;
+  /**
+   * Ends a planned request that got no answer (a network failure, or never sent). One never sent
+   * (`unsentAt`: the time it was planned at) gives its place in the plan's windows back.
+   */
+  release(keyId: string, seq: number, now: number, epoch: number, unsentAt?: number): Promise<Room>;
   /** Forgets a key the upstream refused (401/403): no budget is kept for a key that does not exist. */
   forget(keyId: string): Promise<void>;
   /** Keys whose state this process holds (undefined where Redis holds it). */
@@ -143,10 +146,10 @@ export class MemoryBudgetStore implements BudgetStore {
     return { pauseMs, room: roomOf(budget, this.#plan, now), view: view(budget, this.#plan, now) };
   }
 
-  async release(keyId: string, seq: number, now: number): Promise<Room> {
+  async release(keyId: string, seq: number, now: number, _epoch = 0, unsentAt?: number): Promise<Room> {
     const budget = this.#keys.get(keyId);
     if (budget === undefined) return { free: 1, until: now, wait: undefined };
-    release(budget, seq);
+    release(budget, seq, unsentAt);
     return roomOf(budget, this.#plan, now);
   }
 

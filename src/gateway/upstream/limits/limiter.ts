@@ -71,10 +71,11 @@ export type LimiterEvent =
   | { readonly type: 'clamped'; readonly keyId: string; readonly header: 'retry-after' | 'x-ratelimit-reset' }
   | { readonly type: 'bottleneckError'; readonly error: unknown };
 
-/** A request planned by the store: its sequence number there, and which store planned it. */
+/** A request planned by the store: its sequence number there, which store planned it, and when. */
 interface Planned {
   readonly seq: number;
   readonly epoch: number;
+  readonly at: number;
   readonly releasePool: () => void;
 }
 
@@ -155,12 +156,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const until = Math.max(waitUntil, now());
     const releasePool = await options.slots.acquire(call.keyId, clientId, until, call.signal, refusedBySlots);
     try {
-      const reservation = await byDeadline(store.reserve(call.keyId, now()), call.operation.answerBy, (late) => {
-        if (late.ok) giveBack(call.keyId, { seq: late.seq, epoch: late.epoch, releasePool: () => {} });
+      const at = now();
+      const reservation = await byDeadline(store.reserve(call.keyId, at), call.operation.answerBy, (late) => {
+        if (late.ok) giveBack(call.keyId, { seq: late.seq, epoch: late.epoch, at, releasePool: () => {} });
       });
       if (reservation === undefined) throw unavailable('the rate-limit store did not answer in time');
       if (reservation.ok) {
-        const value: Planned = { seq: reservation.seq, epoch: reservation.epoch, releasePool };
+        const value: Planned = { seq: reservation.seq, epoch: reservation.epoch, at, releasePool };
         return { ok: true as const, value, room: reservation.room };
       }
       releasePool();
@@ -172,11 +174,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
-  /** A reservation whose request will not be sent: its pool slot and its place in the store are given back. */
+  /** A reservation whose request will not be sent: its pool slot and its place in the plan's windows are given back. */
   function giveBack(keyId: string, planned: Planned): void {
     planned.releasePool();
     void store
-      .release(keyId, planned.seq, now(), planned.epoch)
+      .release(keyId, planned.seq, now(), planned.epoch, planned.at)
       .then((room) => queues.changed(keyId, room))
       .catch(() => undefined);
   }
@@ -271,13 +273,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
       response = await send(call, next);
     } catch (error) {
       planned.releasePool();
-      // A request that went unanswered may have counted, and backs the key off; one that broke, never
-      // left or whose body alone was too slow (the upstream answered) gives its place back.
+      // A request that went unanswered may have counted, and backs the key off; one that broke or
+      // whose body alone was too slow (the upstream answered) ends; one that never left gives its
+      // place in the windows back too.
       const noAnswer = call.dispatched && isTimeout(error) && !cameAfterHeaders(error);
       const said = { status: NO_ANSWER, word: NOTHING, retryAfterMs: undefined, jitter: random() };
       const ended = noAnswer
         ? store.answer(call.keyId, planned.seq, said, now(), planned.epoch).then((recorded) => recorded.room)
-        : store.release(call.keyId, planned.seq, now(), planned.epoch);
+        : store.release(call.keyId, planned.seq, now(), planned.epoch, call.dispatched ? undefined : planned.at);
       admitted.done(await ended.catch(() => undefined));
       throw error;
     }

@@ -264,7 +264,7 @@ export const NO_ANSWER = 0;
 
 /** Records an answer; returns how long a 429 (or no answer) paused the key (0 for any other answer). */
 export function answer(budget: KeyBudget, plan: Plan, seq: number, said: Answer, now: number): number {
-  budget.inflight.delete(seq);
+  const wasOut = budget.inflight.delete(seq);
   // Answers to requests planned before the last 429 describe a past the pause has overtaken.
   const fresh = seq > budget.pauseSeq;
   if (said.status === 429 || said.status === NO_ANSWER) return paused(budget, fresh, said, now);
@@ -276,13 +276,34 @@ export function answer(budget: KeyBudget, plan: Plan, seq: number, said: Answer,
     if (gate !== undefined && gate.from === -1 && seq === gate.base + 1) budget.gate = undefined;
   } else if (fresh && (gate === undefined || seq > gate.from || gate.resetAt <= now)) {
     if (gate !== undefined && gate.from >= 1 && seq > gate.from) learnTrust(budget, gate, word);
-    // Its Remaining less the requests still out, which it may not count yet; of that, this store's share.
-    const remaining = Math.max(0, Math.floor((word.remaining - budget.inflight.size) * plan.share));
+    // Its Remaining less the requests still out, which it may not count yet; of that, this store's
+    // share. Below 0 when it counted some of them: kept so, for countedBefore to add them back exactly.
+    const remaining = Math.floor((word.remaining - budget.inflight.size) * plan.share);
     budget.gate = { ...word, remaining, base: budget.seq, from: seq, reported: word.remaining };
+  } else if (wasOut && fresh && countedBefore(gate, plan, seq, word)) {
+    budget.gate = { ...gate, remaining: gate.remaining + 1 };
   }
   // Slow start: one more in flight per answer, past SAFE_CWND only for an upstream that counts.
   budget.cwnd = Math.min(budget.trusted ? MAX_CWND : SAFE_CWND, budget.cwnd + 1);
   return 0;
+}
+
+/**
+ * Whether `seq`, answered after the gate's own answer, reached the upstream before it (it had more
+ * left in the same window): then the gate's Remaining counted it, and kept it out as in flight as
+ * well, and its place comes back. Without it, the last of a window's requests out together leave
+ * their places unused until the upstream's Reset (6 s of 10 s, found by the simulation).
+ */
+function countedBefore(gate: Gate | undefined, plan: Plan, seq: number, word: Word): gate is Gate {
+  return (
+    gate !== undefined &&
+    gate.from >= 1 &&
+    seq < gate.from &&
+    word.resetAt === gate.resetAt &&
+    word.remaining > gate.reported &&
+    // A local share took its part of the Remaining; the place's part is not worth the arithmetic.
+    plan.share >= 1
+  );
 }
 
 /**
@@ -319,9 +340,18 @@ function paused(budget: KeyBudget, fresh: boolean, said: Answer, now: number): n
 }
 
 /** Ends a request that got no answer (a network failure, or never sent); a probe's lets the next one probe. */
-export function release(budget: KeyBudget, seq: number): void {
-  budget.inflight.delete(seq);
+export function release(budget: KeyBudget, seq: number, unsentAt?: number): void {
   const gate = budget.gate;
+  // One never sent gives its place in the windows back (the first send logged at or after its
+  // planning: its own, or one as old, whose leaving frees the window no earlier), and its part of
+  // the upstream's Remaining when it was planned on the gate in force.
+  if (budget.inflight.delete(seq) && unsentAt !== undefined) {
+    const index = budget.log.findIndex((at) => at >= unsentAt);
+    if (index !== -1) budget.log.splice(index, 1);
+    if (gate !== undefined && gate.from !== -1 && seq > gate.base) {
+      budget.gate = { ...gate, remaining: gate.remaining + 1 };
+    }
+  }
   if (gate !== undefined && gate.from === -1 && seq === gate.base + 1) budget.gate = undefined;
 }
 

@@ -160,8 +160,8 @@ export class RedisBudget {
     return { pauseMs, room: wantRoom ? roomOf(free, until, why) : undefined, view };
   }
 
-  async release(keyId: string, seq: number, now: number, plan: Plan, wantRoom: boolean): Promise<Room> {
-    const args = [seq, wantRoom ? 1 : 0, this.#options.channel, keyId];
+  async release(keyId: string, seq: number, now: number, plan: Plan, wantRoom: boolean, unsent = false): Promise<Room> {
+    const args = [seq, wantRoom ? 1 : 0, this.#options.channel, keyId, unsent ? 1 : 0];
     const [free, until, why] = await this.#redis.petstoreRelease(
       2,
       ...this.#keys(keyId),

@@ -32,7 +32,7 @@ import { type Member, type Planned, RedisBudget } from './redis-budget.js';
 export interface BudgetBackend {
   reserve(keyId: string, plan: Plan, now: number): Promise<Planned>;
   answer(keyId: string, seq: number, said: Answer, now: number, plan: Plan, wantRoom: boolean): Promise<Recorded>;
-  release(keyId: string, seq: number, now: number, plan: Plan, wantRoom: boolean): Promise<Room>;
+  release(keyId: string, seq: number, now: number, plan: Plan, wantRoom: boolean, unsent?: boolean): Promise<Room>;
   reconcile(keyId: string, pausedUntil: number, sent: readonly number[], now: number, plan: Plan): Promise<void>;
   forget(keyId: string): Promise<void>;
   beat(id: string, now: number, leaseMs: number, awayMs: number): Promise<Member>;
@@ -217,16 +217,16 @@ export class SharedBudgetStore implements BudgetStore {
     );
   }
 
-  release(keyId: string, seq: number, now: number, epoch: number): Promise<Room> {
+  release(keyId: string, seq: number, now: number, epoch: number, unsentAt?: number): Promise<Room> {
     if (epoch !== this.epoch) return Promise.resolve(openRoom(now));
     return this.#fallback.run(
       () =>
         this.#on(keyId, async () => {
-          const room = await this.#redis.release(keyId, seq, now, this.#plan(), true);
+          const room = await this.#redis.release(keyId, seq, now, this.#plan(), true, unsentAt !== undefined);
           this.#done(keyId, seq);
           return room;
         }),
-      () => this.#localStore().release(keyId, seq, now),
+      () => this.#localStore().release(keyId, seq, now, 0, unsentAt),
     );
   }
 

@@ -172,6 +172,51 @@ describe.each(implementations)('the budget %s', (_name, create) => {
     await store.close();
   });
 
+  it('gives back the place of an older request the gate counted twice: in its Remaining and as in flight', async () => {
+    await open(HUNDRED_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(40, T + 1_000), T);
+    const a = seqOf(await store.reserve('k', T));
+    const b = seqOf(await store.reserve('k', T));
+    // b's answer: 1 left, and a still out, so nothing (a reached the upstream first, and that 1 counted it).
+    await answer(b, said(1, T + 1_000), T + 2);
+    expect(await store.reserve('k', T + 2)).toEqual({ ok: false, room: { free: 0, until: T + 1_000, wait: 'gate' } });
+    // a's answer says so: it had 2 left in the same window. Its place comes back; only that one.
+    await answer(a, said(2, T + 1_000), T + 3);
+    expect(await store.reserve('k', T + 4)).toMatchObject({ ok: true });
+    expect(await store.reserve('k', T + 4)).toMatchObject({ ok: false, room: { wait: expect.any(String) } });
+    await store.close();
+  });
+
+  it('gives a request never sent its place in the windows back; one that may have left keeps it', async () => {
+    await open(FIVE_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(100, T + 60_000), T);
+    for (let i = 1; i <= 2; i++) await answer(seqOf(await store.reserve('k', T + i)), said(100 - i, T + 60_000), T + i);
+    const broke = seqOf(await store.reserve('k', T + 10));
+    await store.release('k', broke, T + 11, store.epoch);
+    const unsent = seqOf(await store.reserve('k', T + 20));
+    expect(await store.reserve('k', T + 20)).toEqual({
+      ok: false,
+      room: { free: 0, until: T + 1_000, wait: 'window' },
+    });
+    await store.release('k', unsent, T + 21, store.epoch, T + 20);
+    // Its place is free again at once; the one that broke after it was written still holds its own.
+    expect(await store.reserve('k', T + 22)).toMatchObject({
+      ok: true,
+      room: { free: 0, until: T + 1_000, wait: 'window' },
+    });
+    await store.close();
+  });
+
+  it("gives a request never sent its part of the upstream's Remaining back; one that may have left keeps it", async () => {
+    await open(HUNDRED_PER_SECOND);
+    await answer(seqOf(await store.reserve('k', T)), said(2, T + 1_000), T);
+    await store.release('k', seqOf(await store.reserve('k', T + 1)), T + 2, store.epoch, T + 1);
+    // Still 2 left: one at a time (so few left), each of which broke once written.
+    for (let i = 0; i < 2; i++) await store.release('k', seqOf(await store.reserve('k', T + 3)), T + 4, store.epoch);
+    expect(await store.reserve('k', T + 5)).toEqual({ ok: false, room: { free: 0, until: T + 1_000, wait: 'gate' } });
+    await store.close();
+  });
+
   it('after a 429 plans nothing until Retry-After, then probes again; without one, backs off from 1 s', async () => {
     await open(FIVE_PER_SECOND);
     const first = seqOf(await store.reserve('k', T));

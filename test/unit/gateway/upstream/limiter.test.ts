@@ -477,7 +477,8 @@ describe('the limiter refusing a waiting request', () => {
     await vi.advanceTimersByTimeAsync(400);
     late.resolve({ ok: true, seq: 41, room: OPEN, epoch: 0 });
     await flush();
-    expect(store.release.mock.calls).toEqual([['kid', 41, T + 1_500, 0]]);
+    // Planned after its caller was answered, never sent: its place in the windows comes back (planned at T + 100).
+    expect(store.release.mock.calls).toEqual([['kid', 41, T + 1_500, 0, T + 100]]);
     expect(slots.taken).toBe(0);
     expect(up.calls).toHaveLength(1);
   });
@@ -505,16 +506,17 @@ describe('the limiter and its store', () => {
 
   it.each([
     ['timed out once written: recorded as no answer', timedOut(), true, 'answer'],
-    ['timed out before it was written: given back', timedOut(), false, 'release'],
-    ['broke once written: given back', reset(), true, 'release'],
-  ])('ends a request that %s', async (_label, error, written, ended) => {
+    // Never sent: its place in the windows comes back too (planned at T).
+    ['timed out before it was written: given back with its place', timedOut(), false, 'release', T],
+    ['broke once written: given back', reset(), true, 'release', undefined],
+  ])('ends a request that %s', async (_label, error, written, ended, unsentAt?: number) => {
     const store = scriptedStore();
     const { limiter, slots } = limiterOf({ store, random: () => 0.5 });
     const send = limiter.stage(upstream(written ? error : unsent(error)).send);
     await expect(send(get())).rejects.toBe(error);
     const noAnswer = { status: 0, word: { limit: 0, remaining: 0, resetAt: 0 }, retryAfterMs: undefined, jitter: 0.5 };
     expect(store.answer.mock.calls).toEqual(ended === 'answer' ? [['kid', 1, noAnswer, T, 0]] : []);
-    expect(store.release.mock.calls).toEqual(ended === 'release' ? [['kid', 1, T, 0]] : []);
+    expect(store.release.mock.calls).toEqual(ended === 'release' ? [['kid', 1, T, 0, unsentAt]] : []);
     expect(slots.taken).toBe(0);
   });
 
@@ -577,7 +579,7 @@ describe('the limiter and its store', () => {
     expect(slots.taken).toBe(0);
     late.resolve({ ok: true, seq: 5, room: OPEN, epoch: 2 });
     await flush();
-    expect(store.release.mock.calls).toEqual([['kid', 5, T + 2_000, 2]]);
+    expect(store.release.mock.calls).toEqual([['kid', 5, T + 2_000, 2, T]]);
     // The room its release leaves lets the key's waiting request go, long before the store's wait ends.
     await vi.advanceTimersByTimeAsync(10);
     expect(waiting.value).toBe(OK);

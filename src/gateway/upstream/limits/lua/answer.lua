@@ -7,7 +7,8 @@ local wlimit, wremaining, wreset = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 
 local retryAfter, jitter, wantRoom = tonumber(ARGV[ARG + 5]), tonumber(ARGV[ARG + 6]), ARGV[ARG + 7] == '1'
 local b = load()
 local set = {}
-if redis.call('HDEL', KEYS[1], 'f' .. seq .. '@' .. tag) == 1 then
+local wasOut = redis.call('HDEL', KEYS[1], 'f' .. seq .. '@' .. tag) == 1
+if wasOut then
   b.n = math.max(0, b.n - 1)
   set[#set + 1] = 'n'
   set[#set + 1] = b.n
@@ -45,9 +46,15 @@ else
     if g and g.from >= 1 and seq > g.from then
       if wremaining < g.rep then b.tr = true elseif wremaining == g.rep and wremaining > 0 then b.tr = false end
     end
-    b.gate = { rem = math.max(0, math.floor((wremaining - b.n) * share)), reset = wreset, base = b.seq, from = seq,
+    b.gate = { rem = math.floor((wremaining - b.n) * share), reset = wreset, base = b.seq, from = seq,
       limit = wlimit, rep = wremaining }
     for _, v in ipairs(gateFields(b.gate)) do set[#set + 1] = v end
+  elseif wasOut and fresh and g and g.from >= 1 and seq < g.from and wreset == g.reset and wremaining > g.rep
+    and share >= 1 then
+    -- Counted in the gate's Remaining before the gate's own request, and kept out as in flight too (model.ts countedBefore).
+    g.rem = g.rem + 1
+    set[#set + 1] = 'grem'
+    set[#set + 1] = g.rem
   end
   local cap = SAFE
   if b.tr then cap = MAX end

@@ -1,12 +1,21 @@
 -- Ends request ARGV[ARG], which got no answer (model.ts `release`): ARGV from ARG: seq, whether to
--- return the room (1/0), the channel and key id to tell waiters on. Returns {free, until, why}.
+-- return the room (1/0), the channel and key id to tell waiters on, whether it was never sent (1/0:
+-- then its send leaves the log, and its part of the gate it was planned on comes back). Returns
+-- {free, until, why}.
 local seq, wantRoom = tonumber(ARGV[ARG]), ARGV[ARG + 1] == '1'
 local b = load()
+local g = b.gate
 if redis.call('HDEL', KEYS[1], 'f' .. seq .. '@' .. tag) == 1 then
   b.n = math.max(0, b.n - 1)
   redis.call('HSET', KEYS[1], 'n', b.n)
+  if ARGV[ARG + 4] == '1' then
+    redis.call('ZREM', KEYS[2], seq .. '@' .. tag)
+    if g and g.from ~= -1 and seq > g.base then
+      g.rem = g.rem + 1
+      redis.call('HSET', KEYS[1], 'grem', g.rem)
+    end
+  end
 end
-local g = b.gate
 if g and g.from == -1 and seq == g.base + 1 then
   b.gate = nil
   redis.call('HDEL', KEYS[1], 'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep')
