@@ -5,7 +5,7 @@
  */
 
 import type { RateWindow } from '../../src/config.js';
-import { BACKOFF_MS } from '../../src/gateway/upstream/limits/model.js';
+import { BACKOFF_MS, CLAIM_MS } from '../../src/gateway/upstream/limits/model.js';
 import { type OpRecord, type SimResult, shareOf } from './run.js';
 import type { Scenario } from './scenario.js';
 import type { Arrival } from './sim-upstream.js';
@@ -247,6 +247,88 @@ export function createdOnce(_scenario: Scenario, result: SimResult): string[] {
   return violations;
 }
 
+/**
+ * How long the key may sit idle while a request of it waits (beyond the spacing of a shared key's
+ * turns and a replica's turn): a wake-up's timer, a store's round trips, an answer's way back.
+ */
+const IDLE_SLACK_MS = 250;
+
+/**
+ * (h) While an operation waits, the key is not left idle with room: nothing of it on the wire, and
+ * every window of the plan and of the upstream with room for one more, for longer than the spacing
+ * of its turns, a replica's turn and IDLE_SLACK_MS. A waiting request that nobody wakes (a tell
+ * lost, a wake-up never set) is refused at its deadline with the plan unspent: (d) and (e) cannot
+ * see that, since refusing is answering and one replica's loss is the other's gain.
+ */
+export function neverIdleWhileWaiting(scenario: Scenario, result: SimResult): string[] {
+  if (!isHonest(scenario)) return [];
+  const first = scenario.plan[0] as RateWindow;
+  const idleMs = first.windowMs / first.count + CLAIM_MS + IDLE_SLACK_MS;
+  const keyOf = new Map(scenario.clients.map((client) => [client.id, client.key]));
+  const violations: string[] = [];
+  for (const key of new Set(keyOf.values())) {
+    const sent = ours(result)
+      .filter((arrival) => arrival.key === key)
+      .map((arrival) => arrival.sentAt)
+      .sort((a, b) => a - b);
+    const arrived = ours(result)
+      .filter((arrival) => arrival.key === key)
+      .map((arrival) => arrival.at)
+      .sort((a, b) => a - b);
+    const flights = result.upstream.flights.filter((flight) => flight.key === key);
+    const ops = result.ops.filter((op) => keyOf.get(op.client) === key);
+    const end = Math.max(...ops.map((op) => op.end ?? op.start));
+    // Where anything below can change: an operation or a flight begins or ends, a send leaves a
+    // plan window, an upstream window begins.
+    const times = new Set<number>();
+    for (const op of ops) times.add(op.start).add(op.end ?? end);
+    for (const flight of flights) times.add(flight.from).add(flight.to ?? end);
+    for (const at of sent) for (const window of scenario.plan) times.add(at + window.windowMs);
+    for (const window of scenario.upstream.windows) {
+      for (let at = Math.ceil(scenario.startAt / window.windowMs) * window.windowMs; at < end; at += window.windowMs) {
+        times.add(at);
+      }
+    }
+    const points = [...times].filter((t) => t <= end).sort((a, b) => a - b);
+    const idle = (t: number) =>
+      ops.some((op) => op.start <= t && t < (op.end ?? end)) &&
+      !flights.some((flight) => flight.from <= t && t < (flight.to ?? end)) &&
+      scenario.plan.every((window) => countIn(sent, t - window.windowMs, t) < window.count) &&
+      scenario.upstream.windows.every(
+        (window) => countIn(arrived, Math.floor(t / window.windowMs) * window.windowMs - 1, t) < window.count,
+      );
+    let since: number | undefined;
+    for (const t of points) {
+      if (idle(t)) since ??= t;
+      else if (since !== undefined) {
+        if (t - since > idleMs) {
+          violations.push(
+            `(h) the key sat idle with room for ${t - since} ms from +${since - scenario.startAt} ms while an operation waited (at most ${Math.round(idleMs)} ms)`,
+          );
+        }
+        since = undefined;
+      }
+    }
+  }
+  return violations.slice(0, 3);
+}
+
+/** How many of the sorted `times` lie in (from, to]. */
+function countIn(times: readonly number[], from: number, to: number): number {
+  return upperBound(times, to) - upperBound(times, from);
+}
+
+function upperBound(times: readonly number[], value: number): number {
+  let low = 0;
+  let high = times.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if ((times[middle] as number) <= value) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
 export const INVARIANTS = [
   noRefusalFromHonest,
   neverBanned,
@@ -255,6 +337,7 @@ export const INVARIANTS = [
   planUsed,
   retriedAfter429,
   createdOnce,
+  neverIdleWhileWaiting,
 ];
 
 export function violationsOf(scenario: Scenario, result: SimResult): string[] {

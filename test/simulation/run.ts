@@ -91,7 +91,9 @@ export async function runScenario(scenario: Scenario): Promise<SimResult> {
     const upstream = new SimUpstream(scenario.upstream);
     // Replicas share a budget through the simulated store (as through Redis); one gateway alone plans in memory.
     const store =
-      scenario.replicas > 1 ? new SimStore(scenario.replicas, scenario.faults, scenario.startAt) : undefined;
+      scenario.replicas > 1
+        ? new SimStore(scenario.replicas, scenario.faults, scenario.startAt, prng(scenario.seed ^ 0x2545f491))
+        : undefined;
     const replicas: Upstream[] = [];
     const shared: SharedBudgetStore[] = [];
     for (let index = 0; index < scenario.replicas; index++) {

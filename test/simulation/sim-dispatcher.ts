@@ -33,6 +33,8 @@ export function simDispatcher(upstream: SimUpstream, random: () => number): Disp
       const key = /^Bearer (.+)$/.exec(headers.authorization ?? '')?.[1] ?? '';
       const op = headers['x-request-id'] ?? '';
       let settled = false;
+      const flight = { key, from: Date.now(), to: undefined as number | undefined };
+      upstream.flights.push(flight);
       const controller = {
         aborted: false,
         paused: false,
@@ -40,6 +42,7 @@ export function simDispatcher(upstream: SimUpstream, random: () => number): Disp
         abort(reason: Error) {
           if (settled) return;
           settled = true;
+          flight.to = Date.now();
           controller.aborted = true;
           controller.reason = reason;
           handler.onResponseError?.(controller as unknown as Dispatcher.DispatchController, reason);
@@ -57,6 +60,7 @@ export function simDispatcher(upstream: SimUpstream, random: () => number): Disp
         setTimeout(() => {
           if (settled) return;
           settled = true;
+          flight.to = Date.now();
           const typed = controller as unknown as Dispatcher.DispatchController;
           handler.onResponseStart?.(typed, response.status, response.headers, '');
           handler.onResponseData?.(typed, Buffer.from(response.body));

@@ -26,8 +26,13 @@ import type { Member, Planned } from '../../src/gateway/upstream/limits/redis-bu
 import type { BudgetBackend } from '../../src/gateway/upstream/limits/shared-budget.js';
 import type { StoreFault } from './scenario.js';
 
-/** A command's round trip. */
+/**
+ * A command's round trip: 1 or 2 ms, drawn per command; a published message takes 0-2 ms on its own
+ * connection. Drawn apart, as on real connections: a replica may hear of an answer before the
+ * reply to a reservation that Redis ran before that answer.
+ */
 const RTT_MS = 1;
+const MESSAGE_MS = 2;
 /** As redis/connection.ts sets ioredis's commandTimeout. */
 const COMMAND_TIMEOUT_MS = 1_000;
 /** The writes a failover loses: those of its last moments, not yet replicated. */
@@ -35,8 +40,8 @@ export const FAILOVER_LAG_MS = 200;
 
 interface Key {
   readonly budget: model.KeyBudget;
-  /** Which replica planned each request in flight (the Lua's f<seq>@<tag>). */
-  readonly tags: Map<number, string>;
+  /** Which replica planned each request in flight (the Lua's f<seq>@<tag>), and when (its send's score in the log). */
+  readonly tags: Map<number, { readonly tag: string; readonly at: number }>;
   /** A replica waits until an answer arrives: the next answer tells them (the Lua's `wait`). */
   waiting: boolean;
   /**
@@ -103,8 +108,11 @@ export class SimStore {
   readonly #subscribers: SimSubscriber[] = [];
   readonly #faults: readonly StoreFault[];
 
-  constructor(replicas: number, faults: readonly StoreFault[], startAt: number) {
+  readonly #random: () => number;
+
+  constructor(replicas: number, faults: readonly StoreFault[], startAt: number, random: () => number) {
     this.#faults = faults;
+    this.#random = random;
     this.#startAt = startAt;
     for (let i = 0; i < replicas; i++) {
       this.#connections.push(new SimConnection(this, i));
@@ -172,13 +180,16 @@ export class SimStore {
       setTimeout(() => {
         const result = this.#write(command);
         if (replyLost) return;
-        setTimeout(() => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timeout);
-          if (connection.drops !== drops) reject(new Error('Connection is closed.'));
-          else resolve(result);
-        }, RTT_MS);
+        setTimeout(
+          () => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timeout);
+            if (connection.drops !== drops) reject(new Error('Connection is closed.'));
+            else resolve(result);
+          },
+          RTT_MS + Math.floor(this.#random() * 2),
+        );
       }, runAt - issued);
     });
   }
@@ -207,11 +218,14 @@ export class SimStore {
     if (!key.waiting) return;
     key.waiting = false;
     for (const claim of [key.claim, key.next]) if (claim?.answer && claim.from > now) claim.from = now;
-    setTimeout(() => {
-      this.#subscribers.forEach((subscriber, i) => {
-        if (this.#connections[i]?.status === 'ready') subscriber.emit('message', channel, keyId);
-      });
-    }, RTT_MS);
+    for (const [i, subscriber] of this.#subscribers.entries()) {
+      setTimeout(
+        () => {
+          if (this.#connections[i]?.status === 'ready') subscriber.emit('message', channel, keyId);
+        },
+        Math.floor(this.#random() * (MESSAGE_MS + 1)),
+      );
+    }
   }
 
   #backend(index: number, tag: string, channel: string): BudgetBackend {
@@ -260,7 +274,7 @@ export class SimStore {
             key.claim = key.next?.tag === tag ? undefined : key.next;
             key.next = undefined;
           }
-          if (plan.windows.length > 0) key.tags.set(planned.seq, tag);
+          if (plan.windows.length > 0) key.tags.set(planned.seq, { tag, at: now });
           if (planned.room.wait === 'answer') key.waiting = true;
           return { ok: true, seq: planned.seq, room: planned.room, used: planned.used };
         }),
@@ -269,7 +283,7 @@ export class SimStore {
           const key = this.#key(state, keyId);
           // The Lua ends a request in flight only for the replica that planned it (f<seq>@<tag>): for
           // another's, it stays counted (a stand-in keeps the count while the model takes it off).
-          const others = key.budget.inflight.has(seq) && key.tags.get(seq) !== tag;
+          const others = key.budget.inflight.has(seq) && key.tags.get(seq)?.tag !== tag;
           if (others) key.budget.inflight.add(-seq);
           const pauseMs = model.answer(key.budget, plan, seq, said, now);
           if (others) {
@@ -281,10 +295,11 @@ export class SimStore {
           if (wantRoom && room.wait === 'answer') key.waiting = true;
           return { pauseMs, room, view: model.view(key.budget, plan, now) };
         }),
-      release: (keyId, seq, now, plan, wantRoom) =>
+      release: (keyId, seq, now, plan, wantRoom, unsent) =>
         this.exec(index, (state) => {
           const key = this.#key(state, keyId);
-          if (key.tags.get(seq) === tag) model.release(key.budget, seq);
+          const planned = key.tags.get(seq);
+          if (planned?.tag === tag) model.release(key.budget, seq, unsent ? planned.at : undefined);
           key.tags.delete(seq);
           this.#tell(key, keyId, channel, now);
           const room = model.room(key.budget, plan, now);
@@ -298,7 +313,7 @@ export class SimStore {
           budget.log.push(...sent);
           budget.log.sort((a, b) => a - b);
           for (const [seq, owner] of tags) {
-            if (owner !== tag) continue;
+            if (owner.tag !== tag) continue;
             budget.inflight.delete(seq);
             tags.delete(seq);
           }

@@ -64,8 +64,17 @@ export interface SimResponse {
 
 export const BAN_THRESHOLD = 10;
 
+/** A request of ours on the wire: from when it was handed to a connection until its answer or its abort came back. */
+export interface Flight {
+  readonly key: string;
+  readonly from: number;
+  to: number | undefined;
+}
+
 export class SimUpstream {
   readonly arrivals: Arrival[] = [];
+  /** Our requests on the wire (sim-dispatcher.ts records them). */
+  readonly flights: Flight[] = [];
   /** Names of the pets created, in order. */
   readonly created: string[] = [];
   readonly #rules: UpstreamRules;
