@@ -22,6 +22,24 @@ const PASSWORD = 'a-test-password-of-some-length';
 const cli = async (port: number, ...args: string[]) =>
   (await run('redis-cli', ['-p', String(port), '--no-auth-warning', ...args], { timeout: 5_000 })).stdout.trim();
 
+/** The ACL docs/operations.md gives a gateway's user (after `ACL SETUSER gateway`). */
+const DOCUMENTED_ACL = [
+  'on',
+  `>${PASSWORD}`,
+  '~petstore-gateway:*',
+  '~auth*',
+  '&petstore-gateway:*',
+  '&auth*',
+  '+@read',
+  '+@write',
+  '+@scripting',
+  '+@pubsub',
+  '+@connection',
+  '+info',
+  '+cluster|slots',
+  '+cluster|info',
+];
+
 let single: RedisServer;
 let cluster: RedisHa;
 let sentinel: RedisHa;
@@ -37,6 +55,24 @@ beforeAll(async () => {
   for (const port of [...cluster.dataPorts, ...sentinel.dataPorts]) {
     await cli(port, 'CONFIG', 'SET', 'masterauth', PASSWORD);
     await cli(port, 'CONFIG', 'SET', 'requirepass', PASSWORD);
+  }
+  // Two ACL users on every data node: one as docs/operations.md has it, one that may not run scripts.
+  for (const port of [single.port, ...cluster.dataPorts, ...sentinel.dataPorts]) {
+    await cli(port, '-a', PASSWORD, 'ACL', 'SETUSER', 'gateway', ...DOCUMENTED_ACL);
+    await cli(
+      port,
+      '-a',
+      PASSWORD,
+      'ACL',
+      'SETUSER',
+      'noscripts',
+      'on',
+      `>${PASSWORD}`,
+      '~*',
+      '&*',
+      '+@all',
+      '-@scripting',
+    );
   }
   for (const address of (sentinel.env.REDIS_SENTINELS as string).split(',')) {
     await cli(Number(address.split(':')[1]), 'SENTINEL', 'SET', 'gateway', 'auth-pass', PASSWORD);
@@ -100,5 +136,16 @@ describe.each([
       `${variable}: Redis answered "WRONGPASS invalid username-password pair or user is disabled." at start; check REDIS_USERNAME and REDIS_PASSWORD`,
     );
     expect(mistaken).not.toContain(wrong);
+  }, 20_000);
+
+  it('reach Redis as an ACL user with the rights docs/operations.md lists; refuse to start, quoting NOPERM, without them', async () => {
+    expect(await reaches({ ...env(), REDIS_USERNAME: 'gateway', REDIS_PASSWORD: PASSWORD })).toBe(true);
+    const refused = await refusal({ ...env(), REDIS_USERNAME: 'noscripts', REDIS_PASSWORD: PASSWORD });
+    expect(refused).toMatch(
+      new RegExp(
+        `^${variable}: Redis answered "NOPERM .*" at start; the user's ACL forbids a command the gateway runs`,
+      ),
+    );
+    expect(refused).not.toContain(PASSWORD);
   }, 20_000);
 });

@@ -124,7 +124,7 @@ export async function createUpstream(config: UpstreamConfig, deps: UpstreamDeps)
       await shared.close();
       budgetConnection.close();
       subscriber?.close();
-      throw new ConfigError(await budgetConnection.startFailure(REDIS_VARIABLE[redis.mode]));
+      throw new ConfigError(await budgetConnection.startFailure(REDIS_VARIABLE[redis.mode], shared.startError));
     }
     metrics.redisUp.set({ mode: redis.mode }, 1);
     store = shared;

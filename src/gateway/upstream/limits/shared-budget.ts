@@ -95,6 +95,8 @@ export class SharedBudgetStore implements BudgetStore {
   #alive = 1;
   #away = 0;
   #lastBeat = 0;
+  /** Why the last beat failed (what ready() tells start-up when Redis refused the first). */
+  #beatError: unknown;
   #local: MemoryBudgetStore | undefined;
   /** When the local share may plan (the lease lapsed for the others), and since when it is in force. */
   #localFrom = 0;
@@ -165,6 +167,11 @@ export class SharedBudgetStore implements BudgetStore {
 
   watch(listener: (keyId: string) => void): void {
     this.#watchers.add(listener);
+  }
+
+  /** Why the first beat failed, when ready() left the budget degraded (Redis may have refused it: an ACL). */
+  get startError(): unknown {
+    return this.#lastBeat === 0 ? this.#beatError : undefined;
   }
 
   /** Resolves once Redis has answered a first beat, or after `timeoutMs` (then degraded). */
@@ -353,6 +360,7 @@ export class SharedBudgetStore implements BudgetStore {
       this.#away = member.away;
       this.#lastBeat = now;
     } catch (error) {
+      this.#beatError = error;
       if (mustSucceed) throw error;
       this.#fallback.lose(error);
     }

@@ -28,9 +28,10 @@ export interface RedisConnection {
   primaries(): Redis[];
   /**
    * Why this connection has not served, as the one line that refuses start-up, `variable` being
-   * the setting that chose the mode: what Redis (or TLS) said last, never a credential.
+   * the setting that chose the mode: what Redis (or TLS) said last, never a credential. `refused`:
+   * a command's failure at start, told when Redis answered it with an error (an ACL's NOPERM).
    */
-  startFailure(variable: string): Promise<string>;
+  startFailure(variable: string, refused?: unknown): Promise<string>;
   close(): void;
 }
 
@@ -145,12 +146,17 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
   return {
     client,
     primaries,
-    startFailure: (variable) => describeStartFailure(target, variable, lastError),
+    startFailure: (variable, refused) => describeStartFailure(target, variable, lastError ?? answered(refused)),
     close() {
       closed = true;
       client.disconnect();
     },
   };
+}
+
+/** A command's failure that is Redis's answer (ioredis's ReplyError), not a time-out or a closed connection. */
+function answered(error: unknown): Error | undefined {
+  return error instanceof Error && error.name === 'ReplyError' ? error : undefined;
 }
 
 /** What the words of Redis (or of TLS) mean for the operator, and what to change. */
@@ -165,6 +171,11 @@ const ANSWERS: readonly [RegExp, 'Redis answered' | 'TLS said', string][] = [
     /unknown command .sentinel/i,
     'Redis answered',
     'it is not a sentinel (REDIS_SENTINELS lists the sentinels, on port 26379 by default, not Redis servers)',
+  ],
+  [
+    /^NOPERM/,
+    'Redis answered',
+    "the user's ACL forbids a command the gateway runs (docs/operations.md lists them: scripts, keys and channels under its prefix)",
   ],
   [/certificate/i, 'TLS said', "the server's certificate is not trusted (NODE_EXTRA_CA_CERTS names a CA to trust)"],
 ];
