@@ -10,10 +10,12 @@ import base from './vitest.config.js';
  * that reaches it, so the simulation runs 20 schedules across its families and the budget log's
  * property 25 cases (fewer than `npm test`'s, to keep a run of all 1,742 mutants near two hours).
  */
+const { projects: _projects, ...test } = base.test ?? {};
+
 export default defineConfig({
   ...base,
   test: {
-    ...base.test,
+    ...test,
     include: ['test/unit/gateway/upstream/**/*.test.ts', 'test/simulation/**/*.test.ts'],
     globalSetup: [],
     sequence: {},
