@@ -433,69 +433,154 @@ export async function startRedisTls(password: string): Promise<RedisTls> {
     await rm(dir, { recursive: true, force: true }).catch(() => {});
   };
   try {
-    const file = (name: string) => join(dir, name);
-    const openssl = (...args: string[]) => run('openssl', args, { cwd: dir, timeout: 20_000 });
-    await openssl(
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      'ca.key',
-      '-out',
-      'ca.crt',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=petstore-test-ca',
-    );
-    await openssl(
-      'req',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      'redis.key',
-      '-out',
-      'redis.csr',
-      '-subj',
-      '/CN=127.0.0.1',
-    );
-    await writeFile(file('ext'), 'subjectAltName=IP:127.0.0.1\n');
-    await openssl(
-      'x509',
-      '-req',
-      '-in',
-      'redis.csr',
-      '-CA',
-      'ca.crt',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-out',
-      'redis.crt',
-      '-days',
-      '1',
-      '-extfile',
-      'ext',
-    );
+    const file = await makeCertificates(dir);
     const [port, tlsPort] = [await freePort(), await freePort()];
-    member = await startMember(dir, port, [
-      '--tls-port',
-      String(tlsPort),
-      '--tls-cert-file',
-      file('redis.crt'),
-      '--tls-key-file',
-      file('redis.key'),
-      '--tls-ca-cert-file',
-      file('ca.crt'),
-      '--tls-auth-clients',
-      'no',
-    ]);
+    member = await startMember(dir, port, tlsArgs(tlsPort, file));
     await cliAt(port, 'CONFIG', 'SET', 'requirepass', password);
     const cli = (...args: string[]) => cliAt(port, '--no-auth-warning', '-a', password, ...args);
     return { tlsPort, caFile: file('ca.crt'), cli, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/**
+ * A CA made for the test and a certificate for 127.0.0.1 signed by it, in `dir` (ca.crt, redis.crt,
+ * redis.key; nothing here can be had from a real CA); returns the path of a file there by name.
+ */
+async function makeCertificates(dir: string): Promise<(name: string) => string> {
+  const file = (name: string) => join(dir, name);
+  const openssl = (...args: string[]) => run('openssl', args, { cwd: dir, timeout: 20_000 });
+  await openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=petstore-test-ca',
+  );
+  await openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'redis.key',
+    '-out',
+    'redis.csr',
+    '-subj',
+    '/CN=127.0.0.1',
+  );
+  await writeFile(file('ext'), 'subjectAltName=IP:127.0.0.1\n');
+  await openssl(
+    'x509',
+    '-req',
+    '-in',
+    'redis.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'redis.crt',
+    '-days',
+    '1',
+    '-extfile',
+    'ext',
+  );
+  return file;
+}
+
+/** redis-server's options for TLS on `tlsPort` with the certificates makeCertificates() made. */
+function tlsArgs(tlsPort: number, file: (name: string) => string): string[] {
+  return [
+    '--tls-port',
+    String(tlsPort),
+    '--tls-cert-file',
+    file('redis.crt'),
+    '--tls-key-file',
+    file('redis.key'),
+    '--tls-ca-cert-file',
+    file('ca.crt'),
+    '--tls-auth-clients',
+    'no',
+  ];
+}
+
+export interface RedisSentinelTls {
+  /** REDIS_SENTINELS (the sentinels' TLS ports), REDIS_SENTINEL_MASTER and REDIS_TLS. */
+  readonly env: Record<string, string>;
+  /** The CA that signed every member's certificate (for NODE_EXTRA_CA_CERTS). */
+  readonly caFile: string;
+  /** Runs one redis-cli command on the primary's plain port, which only the test uses. */
+  cli(...args: string[]): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * A primary, a replica and 3 sentinels speaking TLS to each other and to clients (each keeps a
+ * plain port for the test's own redis-cli, as startRedisTls does), with certificates made by
+ * makeCertificates(); every process stopped by its pid.
+ */
+export async function startRedisSentinelTls(): Promise<RedisSentinelTls> {
+  const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
+  const members: Member[] = [];
+  const master = 'gateway';
+  const close = async () => {
+    for (const member of members.reverse()) await member.kill();
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+  };
+  try {
+    const file = await makeCertificates(dir);
+    const tls = (tlsPort: number) => [...tlsArgs(tlsPort, file), '--tls-replication', 'yes'];
+    const [primary, primaryTls] = [await freePort(), await freePort()];
+    members.push(await startMember(dir, primary, tls(primaryTls)));
+    const [replica, replicaTls] = [await freePort(), await freePort()];
+    members.push(await startMember(dir, replica, [...tls(replicaTls), '--replicaof', '127.0.0.1', String(primaryTls)]));
+    await until('replica in sync over TLS', async () =>
+      (await cliAt(replica, 'INFO', 'replication')).includes('master_link_status:up'),
+    );
+    const sentinels: [number, number][] = [];
+    for (let i = 0; i < 3; i++) {
+      const [port, tlsPort] = [await freePort(), await freePort()];
+      const conf = join(dir, `sentinel-${port}.conf`);
+      await writeFile(
+        conf,
+        [
+          `sentinel monitor ${master} 127.0.0.1 ${primaryTls} 2`,
+          `sentinel down-after-milliseconds ${master} 1000`,
+          `sentinel failover-timeout ${master} 5000`,
+          '',
+        ].join('\n'),
+      );
+      members.push(await startMember(dir, port, ['--sentinel', ...tls(tlsPort)], conf));
+      sentinels.push([port, tlsPort]);
+    }
+    await until('sentinels see each other and the replica over TLS', async () => {
+      const info = await cliAt(sentinels[0]?.[0] as number, 'SENTINEL', 'MASTER', master);
+      const lines = info.split('\n');
+      const get = (name: string) => Number(lines[lines.indexOf(name) + 1]);
+      return get('num-other-sentinels') >= 2 && get('num-slaves') >= 1;
+    });
+    return {
+      env: {
+        REDIS_SENTINELS: sentinels.map(([, tlsPort]) => `127.0.0.1:${tlsPort}`).join(','),
+        REDIS_SENTINEL_MASTER: master,
+        REDIS_TLS: 'true',
+      },
+      caFile: file('ca.crt'),
+      cli: (...args) => cliAt(primary, ...args),
+      close,
+    };
   } catch (error) {
     await close();
     throw error;

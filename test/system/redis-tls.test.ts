@@ -5,14 +5,23 @@
  * password, or without trusting the server's CA (a certificate made for the test by openssl, trusted
  * through NODE_EXTRA_CA_CERTS), it refuses to start in one line: the certificate is verified. TLS
  * asked of a server without it (or the other way round) is refused in one line saying just that.
- * Cluster and Sentinel take the same TLS and credential options through the same connection
- * factory; their credentials are tested in redis-auth.test.ts, their TLS is not exercised here.
+ * Behind Sentinel with REDIS_TLS, the sentinels too are reached over TLS (a primary, a replica
+ * and 3 sentinels that speak TLS only to clients and to each other). A Cluster takes the same TLS
+ * options through the same connection factory; its TLS is not exercised here, its credentials are
+ * in redis-auth.test.ts.
  */
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { expectOneLineFailure, MAIN, READY, ROOT, runToExit } from '../helpers/entry-point.js';
 import { killTree, type Started, startUntil } from '../helpers/processes.js';
-import { type RedisServer, type RedisTls, startRedis, startRedisTls } from '../helpers/redis.js';
+import {
+  type RedisSentinelTls,
+  type RedisServer,
+  type RedisTls,
+  startRedis,
+  startRedisSentinelTls,
+  startRedisTls,
+} from '../helpers/redis.js';
 
 const PASSWORD = 'a-tls-test-password-of-some-length';
 let redis: RedisTls;
@@ -102,5 +111,29 @@ describe('Redis over TLS with a password (rediss://, REDIS_PASSWORD)', () => {
       ),
     );
     expect(`${run.stdout}${run.stderr}`).not.toContain(PASSWORD);
+  }, 40_000);
+});
+
+describe('Redis behind Sentinel over TLS (REDIS_TLS=true)', () => {
+  let sentinel: RedisSentinelTls | undefined;
+  beforeAll(async () => {
+    sentinel = await startRedisSentinelTls();
+  }, 60_000);
+  afterAll(async () => {
+    await sentinel?.close();
+  });
+
+  it('reaches the sentinels and the primary they name over TLS, and shares its state there', async () => {
+    const ha = sentinel as RedisSentinelTls;
+    started = await startUntil(process.execPath, MAIN, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', PORT: '0', NODE_EXTRA_CA_CERTS: ha.caFile, ...ha.env },
+      ready: READY,
+      timeoutMs: 30_000,
+    });
+    const url = started.ready[1] as string;
+    const ready = await fetch(new URL('/ready', url));
+    expect(await ready.json()).toMatchObject({ redis: { mode: 'sentinel', reachable: true } });
+    expect(Number(await ha.cli('DBSIZE'))).toBeGreaterThan(0);
   }, 40_000);
 });

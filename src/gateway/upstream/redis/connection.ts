@@ -75,7 +75,10 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
       sentinels: target.sentinels.map(({ host, port }) => ({ host, port })),
       name: target.master,
       role: 'master',
+      // REDIS_TLS is TLS to the servers the sentinels name and to the sentinels themselves (ioredis
+      // asks sentinels in plain text unless given sentinelTLS).
       enableTLSForSentinelMode: target.tls,
+      ...(target.tls ? { sentinelTLS: {} } : {}),
       sentinelRetryStrategy: retry,
       // Not ioredis's failoverDetector: a +switch-master arriving while the connection waits to
       // reconnect (the usual case, the primary having died) ended the connection for good in 1 of 3
