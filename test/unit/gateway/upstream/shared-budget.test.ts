@@ -42,6 +42,16 @@ describe('the shared budget while Redis answers', () => {
     expect(redis.beats).toEqual([{ now: T, leaseMs: LEASE_MS, awayMs: 5 * MINUTE }]);
   });
 
+  it('keeps why its first beat failed for start-up to tell, and forgets it once a beat is answered', async () => {
+    const { store, redis } = shared();
+    redis.beatFails = true;
+    await store.ready();
+    expect(store.degraded).toBe(true);
+    expect(store.startError).toMatchObject({ message: 'Command timed out' });
+    const { store: fine } = await started();
+    expect(fine.startError).toBeUndefined();
+  });
+
   it("plans on Redis with the away replicas' local shares kept out, and in full when none is away", async () => {
     const { store, redis } = await started({}, { alive: 2, away: 1 });
     await store.reserve('k', T);
