@@ -334,50 +334,7 @@ export async function startRedisCluster(nodeTimeoutMs = 1_000): Promise<RedisHa>
  * down-after-milliseconds short so a SIGKILLed primary is replaced in a couple of seconds.
  */
 export async function startRedisSentinel(downAfterMs = 1_000): Promise<RedisHa> {
-  const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
-  const members: Member[] = [];
-  const master = 'gateway';
-  const close = async () => {
-    for (const member of members.reverse()) await member.kill();
-    await rm(dir, { recursive: true, force: true }).catch(() => {});
-  };
-  const sentinelPorts: number[] = [];
-  const data: number[] = [];
-  try {
-    const primary = await freePort();
-    members.push(await startMember(dir, primary, []));
-    const replica = await freePort();
-    members.push(await startMember(dir, replica, ['--replicaof', '127.0.0.1', String(primary)]));
-    data.push(primary, replica);
-    await until('replica in sync', async () =>
-      (await cliAt(replica, 'INFO', 'replication')).includes('master_link_status:up'),
-    );
-    for (let i = 0; i < 3; i++) {
-      const port = await freePort();
-      const file = join(dir, `sentinel-${port}.conf`);
-      await writeFile(
-        file,
-        [
-          `sentinel monitor ${master} 127.0.0.1 ${primary} 2`,
-          `sentinel down-after-milliseconds ${master} ${downAfterMs}`,
-          `sentinel failover-timeout ${master} 5000`,
-          `sentinel parallel-syncs ${master} 1`,
-          '',
-        ].join('\n'),
-      );
-      members.push(await startMember(dir, port, ['--sentinel'], file));
-      sentinelPorts.push(port);
-    }
-    await until('sentinels see each other and the replica', async () => {
-      const info = await cliAt(sentinelPorts[0] as number, 'SENTINEL', 'MASTER', master);
-      const lines = info.split('\n');
-      const get = (name: string) => Number(lines[lines.indexOf(name) + 1]);
-      return get('num-other-sentinels') >= 2 && get('num-slaves') >= 1;
-    });
-  } catch (error) {
-    await close();
-    throw error;
-  }
+  const { master, data, sentinelPorts, members, close } = await startSentinelSet({ downAfterMs });
   const dead = new Set<number>();
   async function primaryFor(): Promise<number> {
     for (const port of sentinelPorts) {
@@ -532,6 +489,26 @@ export interface RedisSentinelTls {
  * makeCertificates(); every process stopped by its pid.
  */
 export async function startRedisSentinelTls(): Promise<RedisSentinelTls> {
+  const set = await startSentinelSet({ downAfterMs: 1_000, tls: true });
+  return {
+    env: {
+      REDIS_SENTINELS: set.sentinelPorts.map((port) => `127.0.0.1:${port}`).join(','),
+      REDIS_SENTINEL_MASTER: set.master,
+      REDIS_TLS: 'true',
+    },
+    caFile: set.caFile as string,
+    cli: (...args) => cliAt(set.plainPorts[0] as number, ...args),
+    close: set.close,
+  };
+}
+
+/**
+ * A primary, a replica and 3 sentinels (master name `gateway`), every process stopped by its pid.
+ * With `tls`, each speaks TLS to clients and to the others, with certificates from
+ * makeCertificates(), and keeps a plain port for the test's own redis-cli (`plainPorts`: the
+ * primary's first); the ports it reports (`data`, `sentinelPorts`) are then its TLS ones.
+ */
+async function startSentinelSet({ downAfterMs, tls = false }: { downAfterMs: number; tls?: boolean }) {
   const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
   const members: Member[] = [];
   const master = 'gateway';
@@ -539,48 +516,44 @@ export async function startRedisSentinelTls(): Promise<RedisSentinelTls> {
     for (const member of members.reverse()) await member.kill();
     await rm(dir, { recursive: true, force: true }).catch(() => {});
   };
+  const [data, sentinelPorts, plainPorts]: number[][] = [[], [], []];
   try {
-    const file = await makeCertificates(dir);
-    const tls = (tlsPort: number) => [...tlsArgs(tlsPort, file), '--tls-replication', 'yes'];
-    const [primary, primaryTls] = [await freePort(), await freePort()];
-    members.push(await startMember(dir, primary, tls(primaryTls)));
-    const [replica, replicaTls] = [await freePort(), await freePort()];
-    members.push(await startMember(dir, replica, [...tls(replicaTls), '--replicaof', '127.0.0.1', String(primaryTls)]));
-    await until('replica in sync over TLS', async () =>
-      (await cliAt(replica, 'INFO', 'replication')).includes('master_link_status:up'),
+    const file = tls ? await makeCertificates(dir) : undefined;
+    /** Starts a member on a free port: its plain port, and the one clients use (its TLS port with `tls`). */
+    const member = async (args: string[], configFile?: string) => {
+      const plain = await freePort();
+      const served = file ? await freePort() : plain;
+      const tlsOptions = file ? [...tlsArgs(served, file), '--tls-replication', 'yes'] : [];
+      members.push(await startMember(dir, plain, [...tlsOptions, ...args], configFile));
+      plainPorts.push(plain);
+      return served;
+    };
+    const primary = await member([]);
+    data.push(primary, await member(['--replicaof', '127.0.0.1', String(primary)]));
+    await until('replica in sync', async () =>
+      (await cliAt(plainPorts[1] as number, 'INFO', 'replication')).includes('master_link_status:up'),
     );
-    const sentinels: [number, number][] = [];
     for (let i = 0; i < 3; i++) {
-      const [port, tlsPort] = [await freePort(), await freePort()];
-      const conf = join(dir, `sentinel-${port}.conf`);
+      const conf = join(dir, `sentinel-${i}.conf`);
       await writeFile(
         conf,
         [
-          `sentinel monitor ${master} 127.0.0.1 ${primaryTls} 2`,
-          `sentinel down-after-milliseconds ${master} 1000`,
+          `sentinel monitor ${master} 127.0.0.1 ${primary} 2`,
+          `sentinel down-after-milliseconds ${master} ${downAfterMs}`,
           `sentinel failover-timeout ${master} 5000`,
+          `sentinel parallel-syncs ${master} 1`,
           '',
         ].join('\n'),
       );
-      members.push(await startMember(dir, port, ['--sentinel', ...tls(tlsPort)], conf));
-      sentinels.push([port, tlsPort]);
+      sentinelPorts.push(await member(['--sentinel'], conf));
     }
-    await until('sentinels see each other and the replica over TLS', async () => {
-      const info = await cliAt(sentinels[0]?.[0] as number, 'SENTINEL', 'MASTER', master);
+    await until('sentinels see each other and the replica', async () => {
+      const info = await cliAt(plainPorts[2] as number, 'SENTINEL', 'MASTER', master);
       const lines = info.split('\n');
       const get = (name: string) => Number(lines[lines.indexOf(name) + 1]);
       return get('num-other-sentinels') >= 2 && get('num-slaves') >= 1;
     });
-    return {
-      env: {
-        REDIS_SENTINELS: sentinels.map(([, tlsPort]) => `127.0.0.1:${tlsPort}`).join(','),
-        REDIS_SENTINEL_MASTER: master,
-        REDIS_TLS: 'true',
-      },
-      caFile: file('ca.crt'),
-      cli: (...args) => cliAt(primary, ...args),
-      close,
-    };
+    return { master, data, sentinelPorts, plainPorts, members, close, caFile: file?.('ca.crt') };
   } catch (error) {
     await close();
     throw error;
