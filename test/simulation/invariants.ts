@@ -290,9 +290,14 @@ export function neverIdleWhileWaiting(scenario: Scenario, result: SimResult): st
       }
     }
     const points = [...times].filter((t) => t <= end).sort((a, b) => a - b);
+    // Begun by t and not ended by it (each a binary search, not a scan per point).
+    const sorted = (values: number[]) => values.sort((a, b) => a - b);
+    const [opStarts, opEnds] = [sorted(ops.map((op) => op.start)), sorted(ops.map((op) => op.end ?? end))];
+    const [flightStarts, flightEnds] = [sorted(flights.map((f) => f.from)), sorted(flights.map((f) => f.to ?? end))];
+    const openAt = (starts: number[], ends: number[], t: number) => upperBound(starts, t) - upperBound(ends, t);
     const idle = (t: number) =>
-      ops.some((op) => op.start <= t && t < (op.end ?? end)) &&
-      !flights.some((flight) => flight.from <= t && t < (flight.to ?? end)) &&
+      openAt(opStarts, opEnds, t) > 0 &&
+      openAt(flightStarts, flightEnds, t) === 0 &&
       scenario.plan.every((window) => countIn(sent, t - window.windowMs, t) < window.count) &&
       scenario.upstream.windows.every(
         (window) => countIn(arrived, Math.floor(t / window.windowMs) * window.windowMs - 1, t) < window.count,
