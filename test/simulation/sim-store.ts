@@ -282,9 +282,13 @@ export class SimStore {
         this.exec(index, (state): Recorded => {
           const key = this.#key(state, keyId);
           // The Lua ends a request in flight only for the replica that planned it (f<seq>@<tag>): for
-          // another's, it stays counted (a stand-in keeps the count while the model takes it off).
+          // another's, it stays counted, and was not this answer's to end (a stand-in keeps the count
+          // while the model finds nothing to take off, as the Lua's HDEL does).
           const others = key.budget.inflight.has(seq) && key.tags.get(seq)?.tag !== tag;
-          if (others) key.budget.inflight.add(-seq);
+          if (others) {
+            key.budget.inflight.delete(seq);
+            key.budget.inflight.add(-seq);
+          }
           const pauseMs = model.answer(key.budget, plan, seq, said, now);
           if (others) {
             key.budget.inflight.delete(-seq);
