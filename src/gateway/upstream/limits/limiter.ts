@@ -88,10 +88,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const views = new Map<string, { readonly view: BudgetView; readonly at: number }>();
   /**
    * How many of this process's requests are out for a key (a count: two sent in one millisecond are
-   * two), when the key was last answered, and when one of its requests last ended with no answer (a
-   * time-out, a reset).
+   * two) and since when some have been, without a moment with none; when the key was last answered,
+   * and when one of its requests last ended with no answer (a time-out, a reset).
    */
-  const out = new Map<string, number>();
+  const out = new Map<string, { n: number; since: number }>();
   const answered = new Map<string, number>();
   const unanswered = new Map<string, number>();
   const warned = new Set<string>();
@@ -135,9 +135,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return rateLimited(room !== undefined && room.until > at ? (room.until - at) / 1000 : 1);
   }
 
+  /**
+   * The upstream was silent through a wait that began at `since` when it answered nothing since and
+   * either a request was out all along, or one ended with no answer meanwhile. One sent during the
+   * wait (the first a freed window let go, just before the deadline) says nothing yet: the wait was
+   * the budget's.
+   */
   function silent(keyId: string, since: number): boolean {
     if ((answered.get(keyId) ?? 0) >= since) return false;
-    return (out.get(keyId) ?? 0) > 0 || (unanswered.get(keyId) ?? 0) >= since;
+    return (out.get(keyId)?.since ?? Number.POSITIVE_INFINITY) <= since || (unanswered.get(keyId) ?? 0) >= since;
   }
 
   function endedUnanswered(keyId: string): boolean {
@@ -196,16 +202,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** Stage 3: the attempt, with the request counted as out for the key while it is. */
   async function send(call: UpstreamCall, next: (call: UpstreamCall) => Promise<UpstreamResponse>) {
-    out.set(call.keyId, (out.get(call.keyId) ?? 0) + 1);
+    const counted = out.get(call.keyId);
+    if (counted === undefined) out.set(call.keyId, { n: 1, since: now() });
+    else counted.n++;
     try {
       return await next(call);
     } catch (error) {
       remember(unanswered, call.keyId, now());
       throw error;
     } finally {
-      const left = (out.get(call.keyId) ?? 1) - 1;
-      if (left > 0) out.set(call.keyId, left);
-      else out.delete(call.keyId);
+      const counted = out.get(call.keyId);
+      if (counted !== undefined && --counted.n <= 0) out.delete(call.keyId);
     }
   }
 

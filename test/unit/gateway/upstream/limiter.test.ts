@@ -359,6 +359,33 @@ describe('the limiter refusing a waiting request', () => {
     expect(events).toEqual([]);
   });
 
+  // Was a bug (fair-share.test.ts failed 1 run in 10 of the suite): a full window held the wait, the
+  // window freed just before the deadline and let one request go, and the refusal took that request,
+  // out for a few milliseconds, for a silent upstream.
+  it('refuses with RATE_LIMITED a wait whose only request out went during it, though it is unanswered yet', async () => {
+    const store = scriptedStore();
+    const { limiter, events } = limiterOf({ store });
+    store.reserve.mockResolvedValue({ ok: false, room: held('window', T + 950) });
+    const out = deferred<UpstreamResponse>();
+    const up = upstream(out.promise);
+    const send = limiter.stage(up.send);
+    const first = watch(send(get({ operation: operation(5_000) })));
+    await vi.advanceTimersByTimeAsync(1);
+    const refused = watch(send(get({ operation: operation(1_000) })));
+    await vi.advanceTimersByTimeAsync(899);
+    // The window frees (another replica's answer tells): the first request goes, and the key then
+    // waits on its answer.
+    store.reserve.mockResolvedValueOnce({ ok: true, seq: 1, room: OPEN, epoch: 0 });
+    store.reserve.mockResolvedValue({ ok: false, room: held('answer', T + 5_900) });
+    store.changed('kid');
+    await flush();
+    expect(up.times).toEqual([900]);
+    await vi.advanceTimersByTimeAsync(101);
+    expect(first.settled).toBe(false);
+    expect(refused.error).toMatchObject({ code: 'RATE_LIMITED' });
+    expect(events).toContainEqual({ type: 'rejected', reason: 'budget' });
+  });
+
   it('refuses the same wait with RATE_LIMITED when nothing of the key is out or went unanswered', async () => {
     const store = scriptedStore();
     const { limiter, events } = limiterOf({ store });
