@@ -35,24 +35,38 @@ function oneGraphqlAndJestSuite(): Plugin {
 }
 
 /**
- * The files that take longest on a loaded 2-core machine (a fresh install or an install of a peer in
- * their setup, or tens of thousands of requests), longest first. Vitest orders by the last run's
- * durations when it has them, and by file size on a fresh clone, where these small files came last
- * and one worker ran many-keys alone for its last 80 s. Longest first keeps every worker busy to the end.
+ * The files that take 10 s or more in a fresh clone's run on a 2-core machine (an install in their
+ * setup, tens of thousands of requests, or windows of seconds), longest first. Vitest orders by the
+ * last run's durations when it has them, and by file size on a fresh clone, where small slow files
+ * came last: one worker ran many-keys alone for its last 80 s, another rate-limits-429 for 20 s.
+ * Longest first keeps every worker busy to the end.
  */
 const SLOW_FIRST = [
   'test/system/production-install.test.ts',
-  'test/system/many-keys.test.ts',
   'test/system/federation-hive.test.ts',
+  'test/system/many-keys.test.ts',
   'test/system/shutdown.test.ts',
-  'test/system/redis-ha.test.ts',
-  'test/system/redis-auth.test.ts',
-  'test/system/redis-tls.test.ts',
-  'test/simulation/replicas.test.ts',
-  'test/simulation/contention.test.ts',
   'test/integration/gateway/budget-integrity.test.ts',
+  'test/system/redis-tls.test.ts',
+  'test/system/redis-ha.test.ts',
   'test/integration/gateway/rate-limits-redis.test.ts',
+  'test/integration/gateway/upstream-faults.test.ts',
+  'test/simulation/across.test.ts',
+  'test/system/persisted-startup.test.ts',
+  'test/system/redis-auth.test.ts',
+  'test/simulation/replicas.test.ts',
   'test/integration/gateway/rate-limits.test.ts',
+  'test/system/npm-start.test.ts',
+  'test/integration/gateway/rate-limits-429.test.ts',
+  'test/system/startup.test.ts',
+  'test/system/memory-bounds.test.ts',
+  'test/simulation/contention.test.ts',
+  'test/integration/gateway/cost-and-budget.test.ts',
+  'test/system/entry-point-footprint.test.ts',
+  'test/system/graphiql-browser.test.ts',
+  'test/integration/gateway/shared-executions.test.ts',
+  'test/simulation/liar.test.ts',
+  'test/simulation/mixed.test.ts',
 ];
 // A name here that no longer exists (a file moved or split) would silently lose its place at the front.
 for (const name of SLOW_FIRST) {

@@ -10,7 +10,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat, symlink, unlink } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -21,6 +20,7 @@ import { parseDockerfile, type ReplayedStage, replayDockerfile } from '../helper
 import { gql } from '../helpers/gql.js';
 import { killTree, type Started, startUntil, waitGone } from '../helpers/processes.js';
 import { type RedisServer, startRedis } from '../helpers/redis.js';
+import { scratchRoot } from '../helpers/scratch.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const QUERY = '{ pets(first: 3) { nodes { id name } } }';
@@ -101,7 +101,7 @@ describe('production install: the Dockerfile replayed on a fresh clone', () => {
   let redis: RedisServer | undefined;
 
   beforeAll(async () => {
-    work = await mkdtemp(join(tmpdir(), 'petstore-production-'));
+    work = await mkdtemp(join(scratchRoot(), 'petstore-production-'));
     // Node looks for packages in every parent folder: one there would hide a package missing here.
     for (let dir = work; dir !== dirname(dir); dir = dirname(dir)) {
       expect(existsSync(join(dirname(dir), 'node_modules')), `${dirname(dir)}/node_modules`).toBe(false);
