@@ -113,7 +113,15 @@ export default defineConfig({
     server: { deps: { inline: [SUITE] } },
     projects: [
       { extends: true, test: { name: 'shared', include: SHARED, isolate: false } },
-      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: SHARED } },
+      {
+        extends: true,
+        test: {
+          name: 'isolated',
+          include: ['test/**/*.test.ts'],
+          exclude: SHARED,
+          globalSetup: ['test/global-setup.ts', 'test/build-setup.ts'],
+        },
+      },
     ],
   },
 });
