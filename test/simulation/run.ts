@@ -152,12 +152,17 @@ function drive(
   client: ClientSpec,
   start: (client: ClientSpec, op: OpSpec) => Promise<OpRecord>,
 ): void {
-  const at = (ms: number, fn: () => void) => setTimeout(fn, Math.max(0, ms));
   const one: OpSpec = { at: 0, shape: 'walk', requests: 1 };
   if (client.kind === 'ops') {
-    for (const op of client.ops) at(op.at, () => void start(client, op));
+    const ops = [...client.ops].sort((a, b) => a.at - b.at);
+    inTurn(
+      ops.map((op) => op.at),
+      (i) => void start(client, ops[i] as OpSpec),
+    );
   } else if (client.kind === 'steady') {
-    for (let t = client.from; t < client.to; t += client.everyMs) at(t, () => void start(client, one));
+    const times: number[] = [];
+    for (let t = client.from; t < client.to; t += client.everyMs) times.push(t);
+    inTurn(times, () => void start(client, one));
   } else {
     const loop = async () => {
       while (Date.now() - scenario.startAt < client.to) {
@@ -166,8 +171,26 @@ function drive(
         await new Promise((resolve) => setTimeout(resolve, record.ok ? 1 : THINK_MS));
       }
     };
-    for (let i = 0; i < client.concurrency; i++) at(client.from, () => void loop());
+    inTurn(
+      Array.from({ length: client.concurrency }, () => client.from),
+      () => void loop(),
+    );
   }
+}
+
+/**
+ * Calls `fn(i)` at each of `times` (ms from now, ascending), with one timer pending at a time: the
+ * fake clock looks through every pending timer each time one fires, and a client's whole schedule
+ * set up front (600 arrivals of a steady client) made a third of the simulation's CPU that search.
+ */
+function inTurn(times: readonly number[], fn: (index: number) => void): void {
+  const base = Date.now();
+  let index = 0;
+  const fire = () => {
+    fn(index++);
+    if (index < times.length) setTimeout(fire, Math.max(0, base + (times[index] as number) - Date.now()));
+  };
+  if (times.length > 0) setTimeout(fire, Math.max(0, times[0] as number));
 }
 
 async function runOp(
