@@ -10,5 +10,6 @@ import { fileURLToPath } from 'node:url';
 export function setup(): void {
   const prestart = fileURLToPath(new URL('../scripts/prestart.mjs', import.meta.url));
   const built = spawnSync(process.execPath, [prestart], { stdio: 'inherit' });
-  if (built.status !== 0) throw new Error(`scripts/prestart.mjs (the build npm start runs) failed: exit ${built.status}`);
+  if (built.status !== 0)
+    throw new Error(`scripts/prestart.mjs (the build npm start runs) failed: exit ${built.status}`);
 }
