@@ -65,7 +65,7 @@ afterAll(async () => {
 interface Asked {
   readonly replica: 'kept' | 'cut';
   readonly at: number;
-  readonly codes: readonly string[];
+  readonly codes: readonly unknown[];
 }
 
 it('keeps both replicas serving through a 4 s partition of one from Redis, and after it heals', async () => {
