@@ -102,13 +102,12 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
-    // Four workers on a 2-core machine: much of the suite waits (rate windows, Retry-After, deadlines,
+    // Five workers on a 2-core machine: much of the suite waits (rate windows, Retry-After, deadlines,
     // the registry during installs), and other files run in those waits. From a fresh clone with the
     // other core held busy by a shell loop, vitest's own Duration on Node 20 (which installs Hive
-    // Gateway for the federation test): 253 s with four, 301-344 s with three once the budget
-    // simulation and its tests were in (Node 24, which finds Hive installed: 267 s with three). The
-    // image replay's npm ci, build and prune is the largest part.
-    maxWorkers: 4,
+    // Gateway for the federation test and replays the image's npm ci, build and prune): 310 s with
+    // four, 295 s with five (the same commit); earlier, 301-344 s with three.
+    maxWorkers: 5,
     sequence: { sequencer: SlowFirst },
     server: { deps: { inline: [SUITE] } },
     projects: [
