@@ -118,7 +118,8 @@ export default defineConfig({
           name: 'isolated',
           include: ['test/**/*.test.ts'],
           exclude: SHARED,
-          globalSetup: ['test/global-setup.ts', 'test/build-setup.ts'],
+          // Added to the root's global setup, which every project inherits (extends: true).
+          globalSetup: ['test/build-setup.ts'],
         },
       },
     ],
