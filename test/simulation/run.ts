@@ -186,11 +186,14 @@ function drive(
 function inTurn(times: readonly number[], fn: (index: number) => void): void {
   const base = Date.now();
   let index = 0;
-  const fire = () => {
-    fn(index++);
+  const next = () => {
     if (index < times.length) setTimeout(fire, Math.max(0, base + (times[index] as number) - Date.now()));
   };
-  if (times.length > 0) setTimeout(fire, Math.max(0, times[0] as number));
+  const fire = () => {
+    fn(index++);
+    next();
+  };
+  next();
 }
 
 async function runOp(
