@@ -68,7 +68,7 @@ export class FakeRedis {
   readonly released: { keyId: string; seq: number; now: number; plan: Plan; wantRoom: boolean }[] = [];
   readonly reconciled: { keyId: string; pausedUntil: number; sent: readonly number[]; now: number; plan: Plan }[] = [];
   readonly forgotten: string[] = [];
-  readonly beats: { now: number; leaseMs: number; awayMs: number }[] = [];
+  readonly beats: { now: number; leaseMs: number; awayMs: number; since: number }[] = [];
   /** Every command that reached Redis, in order. */
   readonly commands: string[] = [];
   readonly connection = new FakeConnection(this);
@@ -101,9 +101,9 @@ export class FakeRedis {
         this.#reach('forget');
         this.forgotten.push(keyId);
       },
-      beat: async (_id, now, leaseMs, awayMs) => {
+      beat: async (_id, now, leaseMs, awayMs, since) => {
         this.#reach('beat');
-        this.beats.push({ now, leaseMs, awayMs });
+        this.beats.push({ now, leaseMs, awayMs, since });
         if (this.beatFails) throw new Error('Command timed out');
         return this.member;
       },

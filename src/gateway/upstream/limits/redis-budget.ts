@@ -183,10 +183,13 @@ export class RedisBudget {
     await this.#redis.del(...this.#keys(keyId));
   }
 
-  /** Renews this replica's lease; says how many replicas hold one, and how many are away. */
-  async beat(id: string, now: number, leaseMs: number, awayMs: number): Promise<Member> {
+  /**
+   * Renews this replica's lease; says how many replicas hold one, and how many are away. A replica
+   * counts as holding one only if it beat at or after `since` (0: any time within the lease).
+   */
+  async beat(id: string, now: number, leaseMs: number, awayMs: number, since = 0): Promise<Member> {
     const key = `${this.#options.prefix}:replicas`;
-    const [alive, away] = await this.#redis.petstoreBeat(1, key, now, id, leaseMs, awayMs);
+    const [alive, away] = await this.#redis.petstoreBeat(1, key, now, id, leaseMs, awayMs, since);
     return { alive: alive as number, away: away as number };
   }
 }

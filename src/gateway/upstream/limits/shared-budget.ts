@@ -6,10 +6,13 @@
  *   planning on its local share, for `awayMs` at most (then it counts as gone, and stops planning).
  *   Every replica plans on Redis with the away replicas' local shares kept out (`share`), so the
  *   plan holds however long they are away, and nothing is held back from the ones still there.
+ *   A replica back from losing Redis counts as there only those that beat after it came back: a
+ *   failover loses Redis for every replica, and one whose lease still holds may be about to plan
+ *   alone (on a Cluster its beats may go on, the leases living on another primary).
  * - **The local share.** A replica that lost Redis plans on 1/N of each window and of the upstream's
  *   Remaining (N: the replicas it last saw), from the moment its lease has lapsed in the others'
- *   eyes (its last beat, plus the lease, plus one beat for them to notice). Until then its requests
- *   wait; the others plan in full meanwhile.
+ *   eyes (the last beat it sent, answered or not, plus the lease, plus one beat for them to notice).
+ *   Until then its requests wait; the others plan in full meanwhile.
  * - **Reconciling.** Back on Redis, it first adds what it did meanwhile (its sends, its pauses) and
  *   takes off what Redis still counted in flight for it, then renews its lease, so no window is
  *   planned without its sends and nobody waits for a fence. The upstream's word is dropped for the
@@ -35,7 +38,7 @@ export interface BudgetBackend {
   release(keyId: string, seq: number, now: number, plan: Plan, wantRoom: boolean, unsent?: boolean): Promise<Room>;
   reconcile(keyId: string, pausedUntil: number, sent: readonly number[], now: number, plan: Plan): Promise<void>;
   forget(keyId: string): Promise<void>;
-  beat(id: string, now: number, leaseMs: number, awayMs: number): Promise<Member>;
+  beat(id: string, now: number, leaseMs: number, awayMs: number, since: number): Promise<Member>;
 }
 
 /** The connection's state, as ioredis tells it. */
@@ -95,6 +98,10 @@ export class SharedBudgetStore implements BudgetStore {
   #alive = 1;
   #away = 0;
   #lastBeat = 0;
+  /** When the last beat was sent: Redis may have run it (a stall, a lost reply), so the lease may hold until then plus leaseMs. */
+  #beatSentAt = 0;
+  /** When this replica last came back to Redis: the others count as there once they beat after it. */
+  #backAt = 0;
   /** Why the last beat failed (what ready() tells start-up when Redis refused the first). */
   #beatError: unknown;
   #local: MemoryBudgetStore | undefined;
@@ -320,7 +327,7 @@ export class SharedBudgetStore implements BudgetStore {
   #lost(error: unknown): void {
     const now = this.#options.now();
     this.#lostAt = now;
-    this.#localFrom = Math.max(now, this.#lastBeat + this.#leaseMs + this.#beatMs);
+    this.#localFrom = Math.max(now, this.#beatSentAt + this.#leaseMs + this.#beatMs);
     this.#local = this.#makeLocal();
     this.#options.onShared?.(false);
     this.#options.logger.warn(
@@ -332,6 +339,7 @@ export class SharedBudgetStore implements BudgetStore {
   /** Back on Redis: what the local share did is told to it, then the lease is renewed. */
   async #back(): Promise<void> {
     const now = this.#options.now();
+    this.#backAt = now;
     const local = this.#local;
     const happened = new Map<string, { pausedUntil: number; sent: readonly number[] }>();
     for (const keyId of [...this.#out.keys(), ...this.#failed]) happened.set(keyId, { pausedUntil: 0, sent: [] });
@@ -354,8 +362,9 @@ export class SharedBudgetStore implements BudgetStore {
   async #renew(mustSucceed = false): Promise<void> {
     if (this.#fallback.lost && !mustSucceed) return;
     const now = this.#options.now();
+    this.#beatSentAt = now;
     try {
-      const member = await this.#redis.beat(this.#id, now, this.#leaseMs, this.#awayMs);
+      const member = await this.#redis.beat(this.#id, now, this.#leaseMs, this.#awayMs, this.#backAt);
       this.#alive = Math.max(1, member.alive);
       this.#away = member.away;
       this.#lastBeat = now;

@@ -179,6 +179,19 @@ describe('the budget on Redis', () => {
     expect(await connection.client.pttl(`${prefix}:replicas`)).toBeGreaterThan(9_000);
   });
 
+  it('counts as holding a lease, for a replica back from losing Redis, only those that beat after it came back', async () => {
+    const { budget: redis } = budget();
+    await redis.beat('stayed', T, 1_500, 10_000);
+    await redis.beat('lost-too', T + 100, 1_500, 10_000);
+    // Back at T + 200: both leases hold, yet either may have lost Redis too and be about to plan
+    // alone; they count as away until they beat again.
+    expect(await redis.beat('back', T + 200, 1_500, 10_000, T + 200)).toEqual({ alive: 1, away: 2 });
+    await redis.beat('stayed', T + 500, 1_500, 10_000);
+    expect(await redis.beat('back', T + 700, 1_500, 10_000, T + 200)).toEqual({ alive: 2, away: 1 });
+    // The lease still bounds it: past it, a beat before `since` or not, one lapsed is away.
+    expect(await redis.beat('back', T + 2_100, 1_500, 10_000, T + 200)).toEqual({ alive: 1, away: 2 });
+  });
+
   it('runs the beat alone, and fills the model’s constants into the budget scripts', () => {
     const beat = readFileSync(new URL('../../../../src/gateway/upstream/limits/lua/beat.lua', import.meta.url), 'utf8');
     expect(script('beat')).toBe(beat);

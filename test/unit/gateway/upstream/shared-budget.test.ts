@@ -39,7 +39,7 @@ describe('the shared budget while Redis answers', () => {
     expect(store.replicas).toBe(5);
     expect(store.degraded).toBe(false);
     // Away for five minutes at most by default, then gone.
-    expect(redis.beats).toEqual([{ now: T, leaseMs: LEASE_MS, awayMs: 5 * MINUTE }]);
+    expect(redis.beats).toEqual([{ now: T, leaseMs: LEASE_MS, awayMs: 5 * MINUTE, since: 0 }]);
   });
 
   it('keeps why its first beat failed for start-up to tell, and forgets it once a beat is answered', async () => {
@@ -182,6 +182,18 @@ describe('the shared budget when Redis is lost', () => {
     expect(await store.reserve('k', LOCAL_FROM - 1)).toEqual(notYet);
     expect(await store.reserve('k', LOCAL_FROM)).toMatchObject({ ok: true, seq: 1, epoch: 1 });
     expect(store.epoch).toBe(1);
+  });
+
+  it('counts a lease from the last beat it sent, answered or not: Redis may have run one whose reply it never got', async () => {
+    const { store, redis, clock } = await started();
+    redis.beatFails = true;
+    clock.now = T + 400;
+    await store.ready();
+    expect(store.degraded).toBe(true);
+    // Its lease may hold until T + 400 + LEASE_MS in the others' eyes: not from T.
+    const notYet = { ok: false, room: { free: 0, until: LOCAL_FROM + 400, wait: 'window' } };
+    expect(await store.reserve('k', LOCAL_FROM)).toEqual(notYet);
+    expect(await store.reserve('k', LOCAL_FROM + 400)).toMatchObject({ ok: true, seq: 1 });
   });
 
   it('stops planning once it has been away awayMs since its last beat', async () => {
