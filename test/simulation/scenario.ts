@@ -50,7 +50,7 @@ export type ClientSpec =
 
 /** A fault of the shared store, for replicas that share one (none of these apply to one replica alone). */
 export interface StoreFault {
-  readonly kind: 'stall' | 'partition' | 'lost-reply' | 'failover' | 'flush';
+  readonly kind: 'stall' | 'partition' | 'lost-reply' | 'failover' | 'node-failover' | 'flush';
   readonly at: number;
   readonly forMs: number;
   /** The replica cut off (partition) or whose reply is lost (lost-reply). */
@@ -281,10 +281,10 @@ const FAMILIES: Record<string, Family> = {
 
 export const FAMILY_NAMES = Object.keys(FAMILIES);
 
-/** Faults of the shared store: a stall, one replica cut off or losing replies, a failover, a flush. */
+/** Faults of the shared store: a stall, one replica cut off or losing replies, a failover (of one server, or of a Cluster's node), a flush. */
 function faultsArb(replicas: number, horizonMs: number): fc.Arbitrary<StoreFault[]> {
   const fault = fc.record({
-    kind: fc.constantFrom<StoreFault['kind']>('stall', 'partition', 'lost-reply', 'failover', 'flush'),
+    kind: fc.constantFrom<StoreFault['kind']>('stall', 'partition', 'lost-reply', 'failover', 'node-failover', 'flush'),
     at: fc.integer({ min: 0, max: horizonMs }),
     forMs: fc.integer({ min: 100, max: 6_000 }),
     replica: fc.integer({ min: 0, max: replicas - 1 }),

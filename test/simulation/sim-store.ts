@@ -13,6 +13,10 @@
  * - **lost replies** of one replica: its commands run and their replies never come (time-outs);
  * - a **failover**: every connection drops for its length, and the new primary lacks the writes of
  *   the last FAILOVER_LAG_MS (asynchronous replication);
+ * - a **Cluster failover**: the primary holding the budget's keys dies, the same loss of writes,
+ *   but the leases live on another primary and the connections stay up: beats go on, the budget's
+ *   commands fail (ioredis's redirections to a closed node, CLUSTER_FAIL_MS), and each replica
+ *   finds the new primary on its own, up to SLOT_REFRESH_MS after it is promoted (its slot map);
  * - a **flush**: everything is gone at once.
  *
  * Faked because Redis's faults cannot be made on a virtual clock; a real redis-server, Cluster and
@@ -37,6 +41,10 @@ const MESSAGE_MS = 2;
 const COMMAND_TIMEOUT_MS = 1_000;
 /** The writes a failover loses: those of its last moments, not yet replicated. */
 export const FAILOVER_LAG_MS = 200;
+/** How long a command to a Cluster's dead primary takes to fail: a few redirections 100 ms apart. */
+const CLUSTER_FAIL_MS = 500;
+/** How late a replica may find a Cluster's new primary: slot maps refresh every 2 s (redis/connection.ts). */
+const SLOT_REFRESH_MS = 2_000;
 
 interface Key {
   readonly budget: model.KeyBudget;
@@ -79,8 +87,8 @@ class SimConnection extends EventEmitter {
   ) {
     super();
   }
-  pttl(): Promise<number> {
-    return this.store.exec(this.index, () => 1);
+  pttl(key: string): Promise<number> {
+    return this.store.exec(this.index, () => 1, key.endsWith(':replicas'));
   }
   drop(): void {
     this.status = 'reconnecting';
@@ -107,6 +115,8 @@ export class SimStore {
   readonly #connections: SimConnection[] = [];
   readonly #subscribers: SimSubscriber[] = [];
   readonly #faults: readonly StoreFault[];
+  /** Each Cluster failover, and when each replica finds its new primary. */
+  readonly #found = new Map<StoreFault, number[]>();
 
   readonly #random: () => number;
 
@@ -119,6 +129,10 @@ export class SimStore {
       this.#subscribers.push(new SimSubscriber());
     }
     for (const fault of faults) {
+      if (fault.kind === 'node-failover') {
+        const found = this.#connections.map(() => fault.at + fault.forMs + Math.floor(random() * SLOT_REFRESH_MS));
+        this.#found.set(fault, found);
+      }
       const at = startAt + fault.at;
       setTimeout(() => this.#begin(fault), Math.max(0, at - Date.now()));
       if (fault.kind !== 'flush') setTimeout(() => this.#end(fault), Math.max(0, at + fault.forMs - Date.now()));
@@ -136,12 +150,15 @@ export class SimStore {
 
   #begin(fault: StoreFault): void {
     if (fault.kind === 'partition') this.#connections[fault.replica]?.drop();
-    if (fault.kind === 'failover') {
-      for (const connection of this.#connections) connection.drop();
-      // The new primary: what was written up to the lag before, replayed.
+    if (fault.kind === 'failover' || fault.kind === 'node-failover') {
+      if (fault.kind === 'failover') for (const connection of this.#connections) connection.drop();
+      // The new primary: what was written up to the lag before, replayed (on a Cluster, the leases
+      // are elsewhere and keep every beat).
       const kept = this.#journal.filter((write) => write.at <= Date.now() - FAILOVER_LAG_MS);
+      const { beats } = this.#state;
       this.#state = empty();
       for (const write of kept) write.apply(this.#state);
+      if (fault.kind === 'node-failover') this.#state = { keys: this.#state.keys, beats };
       this.#journal = kept;
     }
     if (fault.kind === 'flush') {
@@ -161,12 +178,26 @@ export class SimStore {
     );
   }
 
-  /** Runs `command` for replica `index` as Redis would over its connection, faults and all. */
-  exec<T>(index: number, command: (state: State) => T): Promise<T> {
+  /** Whether replica `index` still sends the budget's commands to a Cluster's dead primary at `at`. */
+  #unreached(index: number, at: number): boolean {
+    for (const [fault, found] of this.#found) if (at >= fault.at && at < (found[index] as number)) return true;
+    return false;
+  }
+
+  /**
+   * Runs `command` for replica `index` as Redis would over its connection, faults and all; `leases`:
+   * it touches only the replicas' leases (on a Cluster, another primary than the budget's).
+   */
+  exec<T>(index: number, command: (state: State) => T, leases = false): Promise<T> {
     const startAt = this.#startAt;
     const connection = this.#connections[index] as SimConnection;
     if (connection.status !== 'ready') return Promise.reject(new Error('Connection is closed.'));
     const issued = Date.now();
+    if (!leases && this.#unreached(index, issued - startAt)) {
+      return new Promise((_, reject) =>
+        setTimeout(() => reject(new Error('Too many Cluster redirections.')), CLUSTER_FAIL_MS),
+      );
+    }
     const drops = connection.drops;
     const stall = this.#active('stall', issued - startAt);
     const runAt = stall === undefined ? issued : startAt + stall.at + stall.forMs;
@@ -327,18 +358,22 @@ export class SimStore {
         this.exec(index, (state) => {
           state.keys.delete(keyId);
         }),
-      beat: (id, now, leaseMs, awayMs) =>
-        this.exec(index, (state): Member => {
-          state.beats.set(id, now);
-          let alive = 0;
-          let away = 0;
-          for (const [other, at] of state.beats) {
-            if (at <= now - awayMs) state.beats.delete(other);
-            else if (at >= now - leaseMs) alive++;
-            else away++;
-          }
-          return { alive, away };
-        }),
+      beat: (id, now, leaseMs, awayMs, since) =>
+        this.exec(
+          index,
+          (state): Member => {
+            state.beats.set(id, now);
+            let alive = 0;
+            let away = 0;
+            for (const [other, at] of state.beats) {
+              if (at <= now - awayMs) state.beats.delete(other);
+              else if (at >= Math.max(now - leaseMs, since)) alive++;
+              else away++;
+            }
+            return { alive, away };
+          },
+          true,
+        ),
     };
   }
 }

@@ -43,6 +43,7 @@ Redis.prototype.sendCommand = function counted(this: Redis, ...args: Parameters<
 };
 
 interface Done {
+  readonly replica: number;
   readonly startedAt: number;
   readonly tookMs: number;
   readonly response: GqlResponse;
@@ -106,12 +107,19 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
         const query = `{ pets(first: ${(i % 100) + 1}, status: ${statuses[Math.floor(i / 100) % 3]}) { nodes { id } } }`;
         const startedAt = Date.now();
         const response = await gql(url, query);
-        done.push({ startedAt, tookMs: Date.now() - startedAt, response });
+        done.push({ replica: w % 2, startedAt, tookMs: Date.now() - startedAt, response });
       }
     };
     const load = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
+    let killedAt = 0;
+    // Said on failure: each replica's moves between Redis and its local share, in ms from the kill.
     onTestFailed(() => {
-      for (const { logs } of gateways) console.log(logs.filter((line) => line.includes('Redis')).join(''));
+      for (const [i, { logs }] of gateways.entries()) {
+        for (const line of logs.filter((l) => l.includes('Redis'))) {
+          const { time, msg, ...rest } = JSON.parse(line) as { time: number; msg: string };
+          console.log(`[${mode}] replica ${i} at ${time - killedAt} ms: ${msg} ${JSON.stringify(rest)}`);
+        }
+      }
     });
     onTestFinished(async () => {
       running = false;
@@ -138,7 +146,7 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
     // The primary that holds the budget key's slot dies as in a crash.
     const budgetKey = `${prefix}:{${keyIdOf(TEST_KEY)}}:budget`;
     const primary = await ha.primaryFor(budgetKey);
-    const killedAt = Date.now();
+    killedAt = Date.now();
     await ha.kill(primary);
     await ha.failedOver(budgetKey, primary);
     const promotedAt = Date.now();
@@ -178,10 +186,20 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
     for (const code of codes) expect(['RATE_LIMITED']).toContain(code);
     const after = done.filter((d) => d.startedAt >= settledAt);
     expect(after.length).toBeGreaterThanOrEqual(LIMIT);
-    // Said on failure: when each refused one began (from the settling), how long it took, and why.
+    // Said on failure: when each refused one began (from the settling), on which replica, how long it
+    // took, and why; and when the upstream got each request from the settling on.
     const refused = after
       .filter((d) => errorCodes(d.response).length > 0)
-      .map((d) => `+${d.startedAt - settledAt} ms, ${d.tookMs} ms: ${JSON.stringify(d.response.body.errors)}`);
+      .map(
+        (d) =>
+          `+${d.startedAt - settledAt} ms on replica ${d.replica}, ${d.tookMs} ms: ${JSON.stringify(d.response.body.errors)}`,
+      );
+    const arrived = records.filter((r) => r.receivedAt >= settledAt).map((r) => `+${r.receivedAt - settledAt}`);
+    refused.push(`upstream requests from the settling on (ms): ${arrived.join(' ')}`);
+    for (const replica of [0, 1]) {
+      const its = after.filter((d) => d.replica === replica).map((d) => `+${d.startedAt - settledAt}/${d.tookMs}`);
+      refused.push(`replica ${replica}'s queries (begun/took, ms): ${its.join(' ')}`);
+    }
     expect(
       after.flatMap((d) => errorCodes(d.response)),
       refused.join('\n'),
