@@ -3,10 +3,12 @@
  * request that cannot go at once waits as a job of its key's bottleneck limiter, whose
  *
  * - **queue** orders the waiting requests: by priority, a client's first waiting request before
- *   anyone's second (bottleneck's priorities 1-9), so the clients of a shared key take turns and a
- *   light one is not stuck behind a greedy one's thirty, while nothing is held back that the budget
- *   has room for; a request that had its turn and was refused after all (another replica took the
- *   room) waits again at priority 0, ahead of all that have not, so it is not starved by them;
+ *   anyone's second (bottleneck's priorities 1-9; only requests still waiting count, not the jobs
+ *   of those answered meanwhile), and a client's own in the order they came, so the clients of a
+ *   shared key take turns and a light one is not stuck behind a greedy one's thirty, while nothing
+ *   is held back that the budget has room for; a request that had its turn and was refused after
+ *   all (another replica took the room) waits again at priority 0, ahead of all that have not, so
+ *   it is not starved by them;
  * - **reservoir** is fed from the budget store: a unit for each request the store's last word lets
  *   go (room for it in the plan, the upstream's gate, the congestion window), none while the key is
  *   paused or spent, one more when the store's wait ends (a 429's pause, a window's oldest send
@@ -104,8 +106,8 @@ interface Key {
   asking: number;
   /** Times the key's room changed outside a request (changed()): a refusal asked across one is stale. */
   changes: number;
-  /** Waiting requests per client (their priority). */
-  readonly clients: Map<string, number>;
+  /** Per client, its requests still waiting (not answered, not started), and the highest priority one of them was given. */
+  readonly clients: Map<string, { waiting: number; priority: number }>;
   limiter: BottleneckType | undefined;
   room: Room | undefined;
   wake: NodeJS.Timeout | undefined;
@@ -268,7 +270,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
 
   /** Refuses at once a request whose wait would outlast its deadline by the store's word, or that its queue has no place for. */
   function refusedAtOnce(key: Key, waiter: Waiter, since: number): Error | undefined {
-    if ((key.clients.get(waiter.clientId) ?? 0) >= options.maxQueuedPerClient) {
+    if ((key.clients.get(waiter.clientId)?.waiting ?? 0) >= options.maxQueuedPerClient) {
       return options.refuse({ keyId: waiter.keyId, reason: 'queue', room: key.room, since });
     }
     const room = key.room;
@@ -285,11 +287,14 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     readonly ask: () => Promise<Asked<T>>;
     readonly giveBack: (value: T) => void;
     /**
-     * Its priority: 1 + the client's requests waiting before it (up to 9); 0 once it had its turn
-     * and the store said no after all, so it waits again ahead of every request that has not.
+     * Its priority: 1 + the client's requests waiting before it (up to 9), and never ahead of one of
+     * them (bottleneck keeps a priority's jobs in order); 0 once it had its turn and the store said
+     * no after all, so it waits again ahead of every request that has not.
      */
     priority: number;
     open: boolean;
+    /** Counted among its client's waiting requests (from its scheduling until its turn or its answer). */
+    counted: boolean;
     settle(admitted: Admission<T> | undefined, error?: unknown): void;
   }
 
@@ -317,12 +322,15 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
         key,
         ask,
         giveBack,
-        priority: Math.min(9, 1 + (key.clients.get(waiter.clientId) ?? 0)),
+        priority: priorityOf(key.clients.get(waiter.clientId)),
         open: true,
+        counted: false,
         settle(admitted, error) {
           if (!wait.open) return;
           wait.open = false;
           waiting--;
+          // Answered while its job waits (a deadline, a client gone): it no longer counts as waiting.
+          uncount(wait);
           clearTimeout(timer);
           waiter.signal?.removeEventListener('abort', onAbort);
           if (admitted === undefined) reject(error);
@@ -334,10 +342,37 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     });
   }
 
+  /**
+   * A new request's priority: after its client's requests still waiting, and not ahead of any of
+   * them. Counting them alone would let a later request overtake an earlier one of its own client
+   * (one that came while three waited has 4; one that comes once two of those went has 2), and one
+   * could be overtaken so until its deadline: a query of a client with three in flight waited its
+   * whole 5 s through two windows' sends (test/system/redis-ha.test.ts).
+   */
+  function priorityOf(client: { waiting: number; priority: number } | undefined): number {
+    return client === undefined ? 1 : Math.min(9, Math.max(1 + client.waiting, client.priority));
+  }
+
+  function uncount<T>(wait: Wait<T>): void {
+    if (!wait.counted) return;
+    wait.counted = false;
+    const { clients } = wait.key;
+    const client = clients.get(wait.waiter.clientId);
+    if (client === undefined) return;
+    if (client.waiting > 1) client.waiting--;
+    else clients.delete(wait.waiter.clientId);
+  }
+
   /** Queues the request as a job of its key's bottleneck limiter, and lets waiting ones go if the store's word allows. */
   function schedule<T>(wait: Wait<T>): void {
     const { key, waiter } = wait;
-    key.clients.set(waiter.clientId, (key.clients.get(waiter.clientId) ?? 0) + 1);
+    const client = key.clients.get(waiter.clientId);
+    if (client === undefined) key.clients.set(waiter.clientId, { waiting: 1, priority: wait.priority });
+    else {
+      client.waiting++;
+      client.priority = Math.max(client.priority, wait.priority);
+    }
+    wait.counted = true;
     key.queued++;
     limiterOf(key)
       .schedule({ priority: wait.priority }, () => turn(wait))
@@ -371,9 +406,7 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     const { key, waiter } = wait;
     key.queued--;
     key.granted = Math.max(0, key.granted - 1);
-    const left = (key.clients.get(waiter.clientId) ?? 1) - 1;
-    if (left > 0) key.clients.set(waiter.clientId, left);
-    else key.clients.delete(waiter.clientId);
+    uncount(wait);
     // Its caller has gone (deadline or client): nothing is asked, and its unit goes to the next; a
     // key left holding nothing is forgotten.
     if (!wait.open) {

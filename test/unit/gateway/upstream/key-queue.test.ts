@@ -66,6 +66,31 @@ const waiter = (clientId: string, waitMs = 10_000, signal?: AbortSignal) => ({
   signal,
 });
 
+/** One client's requests on a spent key: `take` queues one, `free` frees one send (`stolen`: another replica takes it before this one's request asks). */
+function oneClient() {
+  const { queues: q } = queues();
+  const s = store();
+  s.state.room = 0;
+  const order: string[] = [];
+  const all: Promise<void>[] = [];
+  const take = async (name: string) => {
+    all.push(
+      q.admit(waiter('a'), s.ask, s.giveBack).then((a) => {
+        order.push(name);
+        a.done(full(T + 5_000));
+      }),
+    );
+    await vi.advanceTimersByTimeAsync(10);
+  };
+  const free = async (stolen = false) => {
+    s.state.room = 1;
+    q.changed('k');
+    if (stolen) s.state.room = 0;
+    await vi.advanceTimersByTimeAsync(10);
+  };
+  return { take, free, order, all };
+}
+
 describe('the key queue', () => {
   it('lets a request go at once when nothing waits: no bottleneck job', async () => {
     const { queues: q } = queues();
@@ -118,27 +143,7 @@ describe('the key queue', () => {
   });
 
   it('lets a request refused at its turn (another replica took the room) go before those that came after it', async () => {
-    const { queues: q } = queues();
-    const s = store();
-    s.state.room = 0;
-    const order: string[] = [];
-    const all: Promise<void>[] = [];
-    const take = async (name: string) => {
-      all.push(
-        q.admit(waiter('a'), s.ask, s.giveBack).then((a) => {
-          order.push(name);
-          a.done(full(T + 5_000));
-        }),
-      );
-      await vi.advanceTimersByTimeAsync(10);
-    };
-    /** One send frees; `stolen`: another replica takes it before this one's request asks. */
-    const free = async (stolen = false) => {
-      s.state.room = 1;
-      q.changed('k');
-      if (stolen) s.state.room = 0;
-      await vi.advanceTimersByTimeAsync(10);
-    };
+    const { take, free, order, all } = oneClient();
     for (const name of ['r1', 'r2', 'r3']) await take(name);
     await free();
     await take('r4');
@@ -150,6 +155,56 @@ describe('the key queue', () => {
     for (let i = 0; i < 3; i++) await free();
     await Promise.all(all);
     expect(order).toEqual(['r1', 'r2', 'r3', 'r4', 'r5']);
+  });
+
+  it("keeps a client's requests in the order they came: a later one never goes before an earlier one still waiting", async () => {
+    const { take, free, order, all } = oneClient();
+    // r3 came while two waited; r4 comes once those two went, while r3 still waits.
+    for (const name of ['r1', 'r2', 'r3']) await take(name);
+    await free();
+    await free();
+    await take('r4');
+    await free();
+    await free();
+    await Promise.all(all);
+    expect(order).toEqual(['r1', 'r2', 'r3', 'r4']);
+  });
+
+  it("counts a request answered at its deadline no more among its client's waiting ones, though its job is still queued", async () => {
+    const { queues: q } = queues();
+    const s = store();
+    s.state.room = 0;
+    s.state.until = T + 500;
+    const order: string[] = [];
+    const gone = [q.admit(waiter('a', 1_000), s.ask, s.giveBack), q.admit(waiter('a', 1_000), s.ask, s.giveBack)];
+    const outcomes = gone.map((p) =>
+      p.then(
+        () => 'admitted',
+        (error: Error) => error.message,
+      ),
+    );
+    // Named a wait within their deadline; when it ended, another replica had spent the window again.
+    s.state.until = T + 5_000;
+    await vi.advanceTimersByTimeAsync(1_001);
+    expect(await Promise.all(outcomes)).toEqual(['deadline', 'deadline']);
+    // Their jobs still wait in bottleneck; 'a' has nothing waiting: its next request is a first one,
+    // and goes before 'b's second.
+    const take = (name: string, client: string) =>
+      q.admit(waiter(client), s.ask, s.giveBack).then((a) => {
+        order.push(name);
+        a.done(full(T + 5_000));
+      });
+    const all = [take('b1', 'b'), take('b2', 'b')];
+    await vi.advanceTimersByTimeAsync(10);
+    all.push(take('a1', 'a'));
+    await vi.advanceTimersByTimeAsync(10);
+    for (let i = 0; i < 3; i++) {
+      s.state.room = 1;
+      q.changed('k');
+      await vi.advanceTimersByTimeAsync(10);
+    }
+    await Promise.all(all);
+    expect(order).toEqual(['b1', 'a1', 'b2']);
   });
 
   it("holds at most the key's connection share in flight, another request going as one ends", async () => {
