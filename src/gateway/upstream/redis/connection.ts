@@ -133,16 +133,8 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
   };
   // A failover: the primary serving differs from the one that served before. Noted on `ready` (a
   // server or Sentinel primary reconnected) and after a Cluster's slot map refresh.
-  let serving = '';
-  const notice = () => {
-    const now = primary();
-    if (now === '' || now === serving) return;
-    // A failover brings a primary not serving before. A Cluster's map without the lost node (before
-    // its replica is promoted) is not one yet, so a failover is told once, when the new one serves.
-    const before = new Set(serving.split(','));
-    if (serving !== '' && now.split(',').some((address) => !before.has(address))) options.onFailover?.(serving, now);
-    serving = now;
-  };
+  const watch = failoverWatch((from, to) => options.onFailover?.(from, to));
+  const notice = () => watch(primary());
   client.on('ready', notice);
   if (client instanceof Cluster) client.on('refresh', notice);
 
@@ -154,6 +146,37 @@ export function createRedisConnection(target: RedisTarget, options: RedisConnect
       closed = true;
       client.disconnect();
     },
+  };
+}
+
+/** How long a primary that stopped serving counts as having served: its return within it is no failover. */
+const FLAP_MS = 60_000;
+
+/**
+ * Tells each failover once, given the primaries serving (comma-joined addresses) each time they may
+ * have changed: when one serves that has not served within FLAP_MS. A Cluster's map without the lost
+ * node (before its replica is promoted) is no failover yet; and one refreshed from a node that has
+ * not yet heard of the promotion may show the dead primary again for a moment (seen here: new, old,
+ * new within 200 ms, told three times when "new" meant "not serving just before").
+ */
+export function failoverWatch(
+  onFailover: (from: string, to: string) => void,
+  now: () => number = Date.now,
+): (serving: string) => void {
+  /** Until when each primary no longer serving served. */
+  const served = new Map<string, number>();
+  let serving = '';
+  return (current) => {
+    if (current === '' || current === serving) return;
+    const at = now();
+    const before = serving.split(',');
+    for (const address of before) served.set(address, at);
+    for (const [address, until] of served) if (until < at - FLAP_MS) served.delete(address);
+    const addresses = current.split(',');
+    const fresh = addresses.some((address) => !before.includes(address) && !served.has(address));
+    for (const address of addresses) served.delete(address);
+    if (serving !== '' && fresh) onFailover(serving, current);
+    serving = current;
   };
 }
 
