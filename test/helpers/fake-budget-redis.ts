@@ -55,6 +55,8 @@ class FakeConnection extends EventEmitter {
 export class FakeRedis {
   down = false;
   beatFails = false;
+  /** Set: a reconciliation's reply waits for it (Redis slow to answer on the way back). */
+  slow: Promise<void> | undefined;
   member: Member = { alive: 1, away: 0 };
   /** The reply to a reservation: planned with room to spare, unless the test says otherwise. */
   reply: (keyId: string, now: number) => Planned = (_keyId, now) => ({
@@ -96,6 +98,7 @@ export class FakeRedis {
       reconcile: async (keyId, pausedUntil, sent, now, plan) => {
         this.#reach('reconcile');
         this.reconciled.push({ keyId, pausedUntil, sent, now, plan });
+        await this.slow;
       },
       forget: async (keyId) => {
         this.#reach('forget');

@@ -102,6 +102,11 @@ export class SharedBudgetStore implements BudgetStore {
   #beatSentAt = 0;
   /** When this replica last came back to Redis: the others count as there once they beat after it. */
   #backAt = 0;
+  /**
+   * Keys refused on the local share while this replica tells Redis what it did there (#back): a
+   * send planned then would be told to nobody. They are woken when it is done.
+   */
+  #held: Set<string> | undefined;
   /** Why the last beat failed (what ready() tells start-up when Redis refused the first). */
   #beatError: unknown;
   #local: MemoryBudgetStore | undefined;
@@ -316,6 +321,10 @@ export class SharedBudgetStore implements BudgetStore {
   }
 
   async #reserveLocally(keyId: string, now: number): Promise<Reservation> {
+    if (this.#held !== undefined) {
+      if (this.#held.size < (this.#options.maxKeys ?? 10_000)) this.#held.add(keyId);
+      return { ok: false, room: { free: 0, until: now + this.#beatMs, wait: 'window' } };
+    }
     // Not before the others have noticed this replica's lease lapse; not past being away too long.
     if (now < this.#localFrom) return { ok: false, room: { free: 0, until: this.#localFrom, wait: 'window' } };
     if (now >= this.#lastBeat + this.#awayMs)
@@ -336,8 +345,23 @@ export class SharedBudgetStore implements BudgetStore {
     );
   }
 
-  /** Back on Redis: what the local share did is told to it, then the lease is renewed. */
+  /**
+   * Back on Redis: what the local share did is told to it, then the lease is renewed. Nothing is
+   * planned on the local share meanwhile: a send planned during these round trips (more of them
+   * on a Cluster's redirections) would be told to nobody, and the plan on Redis would count it not.
+   */
   async #back(): Promise<void> {
+    const held = new Set<string>();
+    this.#held = held;
+    try {
+      await this.#rejoin();
+    } finally {
+      this.#held = undefined;
+      for (const keyId of held) for (const watcher of this.#watchers) watcher(keyId);
+    }
+  }
+
+  async #rejoin(): Promise<void> {
     const now = this.#options.now();
     this.#backAt = now;
     const local = this.#local;

@@ -6,6 +6,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  BEAT_MS,
   closeStores,
   comeBack,
   LEASE_MS,
@@ -62,6 +63,35 @@ describe('the shared budget back on Redis', () => {
     expect(store.epoch).toBe(2);
     // The request out on Redis before was planned in another epoch: its answer records nothing now.
     expect(await store.answer('out', out, said(40), now, 0)).toEqual({ pauseMs: 0, room: open(now), view: undefined });
+  });
+
+  it('plans nothing on the local share while it tells Redis what it did there, and wakes the keys it held then', async () => {
+    const context = await started();
+    const { store, redis, clock } = context;
+    const woken: string[] = [];
+    store.watch((keyId) => woken.push(keyId));
+    await loseRedis(context, 'k');
+    clock.now = LOCAL_FROM;
+    // A probe, then its answer: the local share has room for more.
+    await store.answer('k', seqOf(await store.reserve('k', LOCAL_FROM)), said(50), LOCAL_FROM, store.epoch);
+    let answer = () => {};
+    redis.slow = new Promise((resolve) => {
+      answer = resolve;
+    });
+    redis.down = false;
+    redis.connection.emit('ready');
+    await until('telling Redis', () => redis.reconciled.length > 0, { timeoutMs: 2_000, everyMs: 1 });
+    // Still on the local share, which plans nothing now: what it planned would be told to nobody.
+    expect(store.degraded).toBe(true);
+    expect(await store.reserve('k', LOCAL_FROM + 1)).toEqual({
+      ok: false,
+      room: { free: 0, until: LOCAL_FROM + 1 + BEAT_MS, wait: 'window' },
+    });
+    expect(woken).toEqual([]);
+    answer();
+    await until('back on Redis', () => !store.degraded, { timeoutMs: 2_000, everyMs: 1 });
+    expect(woken).toEqual(['k']);
+    expect(redis.reconciled.map(({ sent }) => sent)).toEqual([[LOCAL_FROM]]);
   });
 
   it('takes off on the way back only the requests it still had out on Redis', async () => {
