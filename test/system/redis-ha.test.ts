@@ -106,7 +106,8 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
         const url = (gateways[w % 2] as { handle: GatewayHandle }).handle.url;
         const query = `{ pets(first: ${(i % 100) + 1}, status: ${statuses[Math.floor(i / 100) % 3]}) { nodes { id } } }`;
         const startedAt = Date.now();
-        const response = await gql(url, query);
+        // Its id names the replica, so that what the upstream got says who sent it.
+        const response = await gql(url, query, { headers: { 'x-request-id': `replica-${w % 2}-${i}` } });
         done.push({ replica: w % 2, startedAt, tookMs: Date.now() - startedAt, response });
       }
     };
@@ -177,6 +178,12 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
     }
     // Said on failure: each window's count, its start relative to the kill.
     const windows = [...perWindow].map(([window, count]) => `${window * WINDOW_MS - killedAt} ms: ${count}`);
+    // And, for a window over the limit, when each of its requests came (ms from the kill) and from whom.
+    for (const [window, count] of perWindow) {
+      if (count <= LIMIT) continue;
+      const its = records.filter((record) => Math.floor(record.receivedAt / WINDOW_MS) === window);
+      windows.push(`\n${its.map((r) => `${r.receivedAt - killedAt} ${r.requestId} ${r.status}`).join(', ')}`);
+    }
     expect(Math.max(...perWindow.values()), windows.join(', ')).toBeLessThanOrEqual(LIMIT);
     expect(records.filter((record) => record.status === 429)).toEqual([]);
     // None hangs: each is answered within its wait and its upstream timeout.
