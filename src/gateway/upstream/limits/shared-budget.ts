@@ -377,6 +377,13 @@ export class SharedBudgetStore implements BudgetStore {
     this.#out.clear();
     this.#failed.clear();
     await this.#renew(true);
+    // A 429 answered on the local share meanwhile (nothing is planned there now, but answers come):
+    // its pause holds on Redis too.
+    const later = this.#options.now();
+    const paused = [...(local?.happened(later, later) ?? [])].filter(
+      ([keyId, pausedUntil]) => pausedUntil > (happened.get(keyId)?.pausedUntil ?? 0),
+    );
+    await Promise.all(paused.map(([keyId, pausedUntil]) => this.#redis.reconcile(keyId, pausedUntil, [], later, plan)));
     this.#local = undefined;
     this.#options.onShared?.(true);
     this.#options.logger.info({ keys: happened.size }, 'Redis is back: rate-limit budget shared across replicas again');

@@ -94,6 +94,30 @@ describe('the shared budget back on Redis', () => {
     expect(redis.reconciled.map(({ sent }) => sent)).toEqual([[LOCAL_FROM]]);
   });
 
+  it('carries to Redis the pause of a 429 answered on the local share while it was telling Redis what it did there', async () => {
+    const context = await started();
+    const { store, redis, clock } = context;
+    await loseRedis(context, 'k');
+    clock.now = LOCAL_FROM;
+    const out = seqOf(await store.reserve('k', LOCAL_FROM));
+    let answer = () => {};
+    redis.slow = new Promise((resolve) => {
+      answer = resolve;
+    });
+    redis.down = false;
+    redis.connection.emit('ready');
+    await until('telling Redis', () => redis.reconciled.length > 0, { timeoutMs: 2_000, everyMs: 1 });
+    clock.now = LOCAL_FROM + 10;
+    await store.answer('k', out, tooMany(5_000), LOCAL_FROM + 10, 1);
+    redis.slow = undefined;
+    answer();
+    await until('back on Redis', () => !store.degraded, { timeoutMs: 2_000, everyMs: 1 });
+    expect(redis.reconciled.map(({ pausedUntil, sent }) => ({ pausedUntil, sent }))).toEqual([
+      { pausedUntil: 0, sent: [LOCAL_FROM] },
+      { pausedUntil: LOCAL_FROM + 5_010, sent: [] },
+    ]);
+  });
+
   it('takes off on the way back only the requests it still had out on Redis', async () => {
     const context = await started();
     const { store, redis } = context;
