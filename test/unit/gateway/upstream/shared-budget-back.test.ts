@@ -18,6 +18,7 @@ import {
   refusal,
   said,
   seqOf,
+  type shared,
   started,
   T,
   tooMany,
@@ -25,6 +26,21 @@ import {
 import { until } from '../../../helpers/until.js';
 
 afterEach(closeStores);
+
+/** Redis is back, and slow to answer the reconciliation: resolves once it began, with what answers it. */
+async function rejoinSlowly(redis: ReturnType<typeof shared>['redis']): Promise<() => void> {
+  let answer = () => {};
+  redis.slow = new Promise((resolve) => {
+    answer = () => {
+      redis.slow = undefined;
+      resolve();
+    };
+  });
+  redis.down = false;
+  redis.connection.emit('ready');
+  await until('telling Redis', () => redis.reconciled.length > 0, { timeoutMs: 2_000, everyMs: 1 });
+  return answer;
+}
 
 describe('the shared budget back on Redis', () => {
   it('tells Redis what the local share did and which of its commands failed, then renews its lease', async () => {
@@ -74,13 +90,7 @@ describe('the shared budget back on Redis', () => {
     clock.now = LOCAL_FROM;
     // A probe, then its answer: the local share has room for more.
     await store.answer('k', seqOf(await store.reserve('k', LOCAL_FROM)), said(50), LOCAL_FROM, store.epoch);
-    let answer = () => {};
-    redis.slow = new Promise((resolve) => {
-      answer = resolve;
-    });
-    redis.down = false;
-    redis.connection.emit('ready');
-    await until('telling Redis', () => redis.reconciled.length > 0, { timeoutMs: 2_000, everyMs: 1 });
+    const answer = await rejoinSlowly(redis);
     // Still on the local share, which plans nothing now: what it planned would be told to nobody.
     expect(store.degraded).toBe(true);
     expect(await store.reserve('k', LOCAL_FROM + 1)).toEqual({
@@ -100,16 +110,9 @@ describe('the shared budget back on Redis', () => {
     await loseRedis(context, 'k');
     clock.now = LOCAL_FROM;
     const out = seqOf(await store.reserve('k', LOCAL_FROM));
-    let answer = () => {};
-    redis.slow = new Promise((resolve) => {
-      answer = resolve;
-    });
-    redis.down = false;
-    redis.connection.emit('ready');
-    await until('telling Redis', () => redis.reconciled.length > 0, { timeoutMs: 2_000, everyMs: 1 });
+    const answer = await rejoinSlowly(redis);
     clock.now = LOCAL_FROM + 10;
     await store.answer('k', out, tooMany(5_000), LOCAL_FROM + 10, 1);
-    redis.slow = undefined;
     answer();
     await until('back on Redis', () => !store.degraded, { timeoutMs: 2_000, everyMs: 1 });
     expect(redis.reconciled.map(({ pausedUntil, sent }) => ({ pausedUntil, sent }))).toEqual([
