@@ -357,8 +357,8 @@ export function createKeyQueues(options: KeyQueuesOptions): KeyQueues {
     if (!wait.counted) return;
     wait.counted = false;
     const { clients } = wait.key;
-    const client = clients.get(wait.waiter.clientId);
-    if (client === undefined) return;
+    // Counted: schedule() made its client's entry, and it stays while one of them is counted.
+    const client = clients.get(wait.waiter.clientId) as { waiting: number };
     if (client.waiting > 1) client.waiting--;
     else clients.delete(wait.waiter.clientId);
   }

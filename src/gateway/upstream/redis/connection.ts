@@ -169,13 +169,13 @@ export function failoverWatch(
   return (current) => {
     if (current === '' || current === serving) return;
     const at = now();
-    const before = serving.split(',');
+    const before = serving === '' ? [] : serving.split(',');
     for (const address of before) served.set(address, at);
     for (const [address, until] of served) if (until < at - FLAP_MS) served.delete(address);
     const addresses = current.split(',');
     const fresh = addresses.some((address) => !before.includes(address) && !served.has(address));
     for (const address of addresses) served.delete(address);
-    if (serving !== '' && fresh) onFailover(serving, current);
+    if (before.length > 0 && fresh) onFailover(serving, current);
     serving = current;
   };
 }
