@@ -6,13 +6,8 @@ local seq, status = tonumber(ARGV[ARG]), tonumber(ARGV[ARG + 1])
 local wlimit, wremaining, wreset = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3]), tonumber(ARGV[ARG + 4])
 local retryAfter, jitter, wantRoom = tonumber(ARGV[ARG + 5]), tonumber(ARGV[ARG + 6]), ARGV[ARG + 7] == '1'
 local b = load()
-local set = {}
 local wasOut = redis.call('HDEL', KEYS[1], 'f' .. seq .. '@' .. tag) == 1
-if wasOut then
-  b.n = math.max(0, b.n - 1)
-  set[#set + 1] = 'n'
-  set[#set + 1] = b.n
-end
+if wasOut then b.n = math.max(0, b.n - 1) end
 local fresh = seq > b.pseq
 local pauseMs = 0
 -- 0: no answer came in time (model.ts NO_ANSWER), as a 429 without Retry-After.
@@ -22,54 +17,37 @@ if status == 429 or status == 0 then
   local backoff = math.min({{BACKOFF_MAX_MS}}, {{BACKOFF_MS}} * 2 ^ (math.max(1, b.k) - 1)) * (1 + jitter / 2)
   if retryAfter >= {{BACKOFF_MS}} then pauseMs = retryAfter else pauseMs = math.floor(backoff + 0.5) end
   b.pause = math.max(b.pause, now + pauseMs)
-  for _, v in ipairs({ 'k', b.k, 'pause', b.pause }) do set[#set + 1] = v end
   if fresh then
-    b.gate = nil
+    b.gate, b.pseq, b.tr = nil, b.seq, false
     b.cw = math.max(1, math.floor(b.cw / 2))
-    redis.call('HDEL', KEYS[1], 'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep')
-    for _, v in ipairs({ 'pseq', b.seq, 'cw', b.cw, 'tr', 0 }) do set[#set + 1] = v end
-    b.tr = false
   end
 else
-  if fresh and b.k ~= 0 then
-    b.k = 0
-    set[#set + 1] = 'k'
-    set[#set + 1] = 0
-  end
+  if fresh then b.k = 0 end
   local g = b.gate
   if wreset == 0 then
-    if g and g.from == -1 and seq == g.base + 1 then
-      b.gate = nil
-      redis.call('HDEL', KEYS[1], 'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep')
-    end
+    if g and g.from == -1 and seq == g.base + 1 then b.gate = nil end
   elseif fresh and (g == nil or seq > g.from or g.reset <= now) then
     if g and g.from >= 1 and seq > g.from then
       if wremaining < g.rep then b.tr = true elseif wremaining == g.rep and wremaining > 0 then b.tr = false end
     end
     b.gate = { rem = math.floor((wremaining - b.n) * share), reset = wreset, base = b.seq, from = seq,
       limit = wlimit, rep = wremaining }
-    for _, v in ipairs(gateFields(b.gate)) do set[#set + 1] = v end
   elseif wasOut and fresh and g and g.from >= 1 and seq < g.from and wreset == g.reset and wremaining > g.rep
     and share >= 1 then
     -- Counted in the gate's Remaining before the gate's own request, and kept out as in flight too (model.ts countedBefore).
     g.rem = g.rem + 1
-    set[#set + 1] = 'grem'
-    set[#set + 1] = g.rem
   end
   local cap = SAFE
   if b.tr then cap = MAX end
   b.cw = math.min(cap, b.cw + 1)
-  local tr = 0
-  if b.tr then tr = 1 end
-  for _, v in ipairs({ 'cw', b.cw, 'tr', tr }) do set[#set + 1] = v end
 end
-if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
 -- The reservation kept the state as long as it can matter; a 429's pause may outlast that.
 if pauseMs > 0 then keep(b) end
 tell(b, ARGV[ARG + 8], ARGV[ARG + 9])
 local free, untilAt, why = 0, 0, NONE
 if wantRoom then free, untilAt, why = measure(b) end
 -- This replica's requests will wait on an answer, which may be another replica's: it is to tell them.
-if why == ANSWER then redis.call('HSET', KEYS[1], 'wait', 1) end
+if why == ANSWER then b.wait = true end
+save(b)
 local limit, remaining, used, reset, paused = view(b)
 return { pauseMs, free, untilAt, why, limit, remaining, used, reset, paused }

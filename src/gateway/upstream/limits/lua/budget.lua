@@ -6,12 +6,14 @@
 -- ARGV: now, this replica's tag, the number of windows, each window's count and length (shortest
 -- first), the share of them this store plans, how long a request counts as in flight when its
 -- replica never reports back; then the script's own arguments from ARGV[ARG].
--- State fields: seq, pause, pseq (seq at the latest 429), k (429s in a row), cw (congestion
--- window), tr (1: the upstream counts our sends), n (requests in flight), wait (1: a replica waits
--- on an answer), sw (when expired requests in flight were last looked for), ex (when both keys
--- expire), the gate (gbase, grem, greset, gfrom, glimit, grep), the turns across replicas (cl, the
--- replica whose turn it is, and nx, the one next: each `tag|from|answer`, see reserve.lua) and one
--- field per request in flight, f<seq>@<tag>, holding when it stops counting.
+-- The state's fields: s, the key's numbers packed as doubles (struct.pack: no number is parsed
+-- from text or formatted to it, which was most of a script's cost): seq, pause, pseq (seq at the
+-- latest 429), k (429s in a row), cw (congestion window), tr (1: the upstream counts our sends), n
+-- (requests in flight), wait (1: a replica waits on an answer), sw (when expired requests in flight
+-- were last looked for), ex (when both keys expire), and while there is one the gate (base, rem,
+-- reset, from, limit, rep); the turns across replicas (cl, the replica whose turn it is, and nx, the
+-- one next: each `tag|from|answer`, see reserve.lua); and one field per request in flight,
+-- f<seq>@<tag>, holding when it stops counting.
 local PROBE, LOW, SAFE, MAX, CLAIM = {{PROBE_MS}}, {{ONE_AT_A_TIME_BELOW}}, {{SAFE_CWND}}, {{MAX_CWND}}, {{CLAIM_MS}}
 local NONE, PAUSED, WINDOW, GATE, ANSWER = 0, 1, 2, 3, 4
 local now, tag, nw = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
@@ -32,24 +34,25 @@ end
 
 local function claimText(c) return c.tag .. '|' .. c.from .. '|' .. (c.answer and '1' or '0') end
 
-local function load()
-  local st = redis.call('HMGET', KEYS[1], 'seq', 'pause', 'pseq', 'k', 'cw', 'tr', 'n', 'wait', 'sw',
-    'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep', 'ex', 'cl', 'nx')
-  local b = {
-    seq = tonumber(st[1] or '0'), pause = tonumber(st[2] or '0'), pseq = tonumber(st[3] or '0'),
-    k = tonumber(st[4] or '0'), cw = tonumber(st[5] or SAFE), tr = st[6] == '1',
-    n = tonumber(st[7] or '0'), wait = st[8] == '1', swept = tonumber(st[9] or '0'),
-    ex = tonumber(st[16] or '0'), claim = claimOf(st[17]), next = claimOf(st[18]),
-  }
-  if st[10] then
-    b.gate = { base = tonumber(st[10]), rem = tonumber(st[11]), reset = tonumber(st[12]),
-      from = tonumber(st[13]), limit = tonumber(st[14]), rep = tonumber(st[15]) }
-  end
-  return b
-end
+-- The packed numbers, without and with a gate.
+local BARE, GATED = '<dddddddddd', '<dddddddddddddddd'
 
-local function gateFields(g)
-  return { 'gbase', g.base, 'grem', g.rem, 'greset', g.reset, 'gfrom', g.from, 'glimit', g.limit, 'grep', g.rep }
+local function load()
+  local st = redis.call('HMGET', KEYS[1], 's', 'cl', 'nx')
+  local b = { claim = claimOf(st[2]), next = claimOf(st[3]), saved = st[1] }
+  local s, tr, wait = st[1], 0, 0
+  if not s then
+    b.seq, b.pause, b.pseq, b.k, b.cw, b.n, b.swept, b.ex = 0, 0, 0, 0, SAFE, 0, 0, 0
+  elseif #s == 80 then
+    b.seq, b.pause, b.pseq, b.k, b.cw, tr, b.n, wait, b.swept, b.ex = struct.unpack(BARE, s)
+  else
+    local g = {}
+    b.seq, b.pause, b.pseq, b.k, b.cw, tr, b.n, wait, b.swept, b.ex, g.base, g.rem, g.reset, g.from, g.limit, g.rep =
+      struct.unpack(GATED, s)
+    b.gate = g
+  end
+  b.tr, b.wait = tr == 1, wait == 1
+  return b
 end
 
 local function gateAt(b)
@@ -122,45 +125,65 @@ end
 
 -- Keeps the key's state and log as long as anything in them can matter: its log, its pause, its
 -- requests out. Both expire at ex, renewed a minute ahead only when that falls short, so most calls
--- spend no command on it. ex is on the callers' clock, which may not be Redis's, so it is set as a
--- TTL; the minute ahead also covers replicas whose clocks differ by less.
+-- spend no command on it (save() sets it). ex is on the callers' clock, which may not be Redis's,
+-- so it is set as a TTL; the minute ahead also covers replicas whose clocks differ by less.
 local function keep(b)
   local need = now + math.max(longest, flight, b.pause - now)
   if b.ex >= need then return end
   b.ex = need + 60000
-  redis.call('HSET', KEYS[1], 'ex', b.ex)
-  redis.call('PEXPIRE', KEYS[1], b.ex - now)
-  redis.call('PEXPIRE', KEYS[2], b.ex - now)
+  b.renew = true
 end
 
--- Writes the turns back: cl and nx set, or deleted when none.
-local function saveTurns(b)
-  local set, del = {}, {}
-  for field, c in pairs({ cl = b.claim or false, nx = b.next or false }) do
-    if c then
-      set[#set + 1] = field
-      set[#set + 1] = claimText(c)
-    else
-      del[#del + 1] = field
+-- Writes what changed of the state back in one HSET, with `more` fields beside it (a request in
+-- flight), then the expiry keep() set. A state Redis did not have gets one too, whatever wrote it.
+local function save(b, more)
+  if not b.saved then keep(b) end
+  local set, del = more or {}, nil
+  local tr, wait = b.tr and 1 or 0, b.wait and 1 or 0
+  local g, s = b.gate, nil
+  if g then
+    s = struct.pack(GATED, b.seq, b.pause, b.pseq, b.k, b.cw, tr, b.n, wait, b.swept, b.ex,
+      g.base, g.rem, g.reset, g.from, g.limit, g.rep)
+  else
+    s = struct.pack(BARE, b.seq, b.pause, b.pseq, b.k, b.cw, tr, b.n, wait, b.swept, b.ex)
+  end
+  if s ~= b.saved then
+    set[#set + 1] = 's'
+    set[#set + 1] = s
+    b.saved = s
+  end
+  if b.moved then
+    b.moved = false
+    for field, c in pairs({ cl = b.claim or false, nx = b.next or false }) do
+      if c then
+        set[#set + 1] = field
+        set[#set + 1] = claimText(c)
+      else
+        del = del or {}
+        del[#del + 1] = field
+      end
     end
   end
   if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
-  if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
+  if del then redis.call('HDEL', KEYS[1], unpack(del)) end
+  if b.renew then
+    b.renew = false
+    redis.call('PEXPIRE', KEYS[1], b.ex - now)
+    redis.call('PEXPIRE', KEYS[2], b.ex - now)
+  end
 end
 
 -- A replica waiting on an answer of this key (marked by a refused reserve) is told of this one; a
 -- turn that waited on it starts now.
 local function tell(b, channel, keyId)
   if b.wait then
-    redis.call('HDEL', KEYS[1], 'wait')
+    b.wait = false
     redis.call('PUBLISH', channel, keyId)
-    local moved = false
     for _, c in ipairs({ b.claim or false, b.next or false }) do
       if c and c.answer and c.from > now then
         c.from = now
-        moved = true
+        b.moved = true
       end
     end
-    if moved then saveTurns(b) end
   end
 end

@@ -4,11 +4,7 @@
 -- from before are done (their answers were recorded elsewhere or never), and the upstream's word is
 -- dropped, so the key's next request is one probe whose answer is the truth again.
 local b = load()
-local pause = tonumber(ARGV[ARG])
-if pause > b.pause then
-  b.pause = pause
-  redis.call('HSET', KEYS[1], 'pause', pause)
-end
+b.pause = math.max(b.pause, tonumber(ARGV[ARG]))
 for i = ARG + 1, #ARGV do
   redis.call('ZADD', KEYS[2], tonumber(ARGV[i]), 'l' .. (i - ARG) .. ':' .. ARGV[i] .. '@' .. tag)
 end
@@ -23,8 +19,8 @@ for i = 1, #all, 2 do
     end
   end
 end
-redis.call('HDEL', KEYS[1], 'gbase', 'grem', 'greset', 'gfrom', 'glimit', 'grep')
-redis.call('HSET', KEYS[1], 'n', live)
+b.gate, b.n = nil, live
 keep(b)
+save(b)
 if #ARGV > ARG then redis.call('PEXPIRE', KEYS[2], b.ex - now) end
 return live

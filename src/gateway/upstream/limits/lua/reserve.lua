@@ -3,16 +3,16 @@
 local b = load()
 if nw > 0 and b.seq % 16 == 15 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - longest) end
 -- Turns across replicas (model.ts CLAIM_MS): a turn not taken in time passes to the replica next.
-local turns, moved = nw > 0, false
+local turns = nw > 0
 if turns and b.claim and now >= b.claim.from + CLAIM then
-  b.claim, b.next, moved = b.next, nil, true
+  b.claim, b.next, b.moved = b.next, nil, true
 end
 local others = turns and b.claim ~= nil and b.claim.tag ~= tag
 local free, untilAt, why, used, g, left = measure(b)
 if why == ANSWER and b.n > 0 and b.swept + PROBE <= now then
   -- Requests of a replica that never reported back stop counting when their time is up (looked
   -- for at most once per probe time: a refusal to wait for an answer is common, a crash is not).
-  redis.call('HSET', KEYS[1], 'sw', now)
+  b.swept = now
   local all, live = redis.call('HGETALL', KEYS[1]), 0
   for i = 1, #all, 2 do
     if string.sub(all[i], 1, 1) == 'f' then
@@ -21,7 +21,6 @@ if why == ANSWER and b.n > 0 and b.swept + PROBE <= now then
   end
   if live ~= b.n then
     b.n = live
-    redis.call('HSET', KEYS[1], 'n', live)
     free, untilAt, why, used, g, left = measure(b)
   end
 end
@@ -29,24 +28,25 @@ end
 local function waitTurn(from, answer)
   local mine = { tag = tag, from = from, answer = answer }
   if not others then
-    b.claim, moved = mine, true
+    b.claim, b.moved = mine, true
   elseif b.next == nil or b.next.tag == tag then
-    b.next, moved = mine, true
+    b.next, b.moved = mine, true
   end
 end
 if free ~= -1 and free < 1 then
   if why == ANSWER then
-    redis.call('HSET', KEYS[1], 'wait', 1)
+    b.wait = true
     keep(b)
   end
   if turns then waitTurn(untilAt, why == ANSWER) end
-  if moved then saveTurns(b) end
+  save(b)
   return { 0, 0, free, untilAt, why, 0 }
 end
 local seq = b.seq + 1
 if nw == 0 then
-  redis.call('HSET', KEYS[1], 'seq', seq)
+  b.seq = seq
   keep(b)
+  save(b)
   return { 1, seq, -1, now, NONE, 0 }
 end
 local after, windowFree, most = math.huge, now, 0
@@ -77,30 +77,24 @@ if others and b.claim.from <= now and free <= 1 then
   if u >= ends then u, w = ends, WINDOW end
   waitTurn(u, w == ANSWER)
   if w == ANSWER then
-    redis.call('HSET', KEYS[1], 'wait', 1)
+    b.wait = true
     keep(b)
   end
-  if moved then saveTurns(b) end
+  save(b)
   return { 0, 0, 0, u, w, 0 }
 end
 -- Served on its turn: the turn passes to the replica next, if another.
 if b.claim and b.claim.tag == tag then
   if b.next and b.next.tag ~= tag then b.claim = b.next else b.claim = nil end
-  b.next, moved = nil, true
+  b.next, b.moved = nil, true
 end
-if moved then saveTurns(b) end
-local fields = { 'seq', seq, 'n', b.n + 1, 'f' .. seq .. '@' .. tag, now + flight }
-if g.from == -1 and (b.gate == nil or b.gate.reset <= now) then
-  for _, v in ipairs(gateFields(g)) do fields[#fields + 1] = v end
-end
+b.seq, b.n = seq, b.n + 1
+if g.from == -1 and (b.gate == nil or b.gate.reset <= now) then b.gate = g end
 -- The caller's other requests wait on an answer, which may be another replica's: it is to tell them.
-if result[5] == ANSWER then
-  fields[#fields + 1] = 'wait'
-  fields[#fields + 1] = 1
-end
-redis.call('HSET', KEYS[1], unpack(fields))
+if result[5] == ANSWER then b.wait = true end
 redis.call('ZADD', KEYS[2], now, seq .. '@' .. tag)
 keep(b)
+save(b, { 'f' .. seq .. '@' .. tag, now + flight })
 -- A log that held nothing in its longest window may be new: it gets the state's expiry.
 if used[nw] == 0 then redis.call('PEXPIRE', KEYS[2], b.ex - now) end
 return result
