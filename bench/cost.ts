@@ -11,15 +11,15 @@
  *     key the upstream accepts keeps, idle, over 5,000 of them.
  * (3) Redis: two replicas on one redis-server, the same plan, 400 queries: per upstream request, the
  *     commands Redis ran, the ones the gateways sent (round trips) and Redis's CPU time (I/O
- *     included), so how many upstream requests one Redis core carries.
+ *     included); then Redis saturated by bench/redis-capacity.ts, so how many upstream requests one
+ *     Redis core carries (BENCH_COMPARE=<another checkout> measures that build beside this one).
  * BENCH_PARTS=1,2 runs only those parts.
  */
 
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { script } from '../src/gateway/upstream/limits/redis-budget.js';
+import { join, resolve } from 'node:path';
 import { load, requireWrk, setting } from './lib/load.js';
 import { LOAD_CORE, pinSelf, rssMb, SERVER_CORE, stop, stopAll } from './lib/processes.js';
 import { GATEWAY_NODE, gql, startGateway, startRedis, startStore } from './lib/servers.js';
@@ -187,7 +187,7 @@ async function redisCost(): Promise<string> {
   // Summed as the issue's baseline was: a script's own commands count in it and again by themselves.
   let usec = 0;
   for (const [, name, calls, spent] of cli('INFO', 'commandstats').matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)) {
-    if (name === 'evalsha' || name === 'eval') scripts += Number(calls);
+    if (name === 'fcall' || name === 'evalsha' || name === 'eval') scripts += Number(calls);
     commands += Number(calls);
     usec += Number(spent);
   }
@@ -207,6 +207,8 @@ async function redisCost(): Promise<string> {
   await new Promise((resolve) => setTimeout(resolve, 200));
   const roundTrips = sent - sentBefore;
   monitor.kill();
+  // The gateways leave the other core to the saturating driver.
+  for (const replica of replicas) await stop(replica.child);
   const capacity = saturated(port);
   await stopAll();
   await redis.stop();
@@ -215,57 +217,57 @@ async function redisCost(): Promise<string> {
     'commands Redis ran per request (scripts)',
     'sent per request (round trips)',
     'Redis time per request, µs (in commands; CPU)',
-    'upstream requests/s one Redis core carries (saturated)',
   ];
   const row = [
     upstream,
     `${(commands / upstream).toFixed(1)} (${(scripts / upstream).toFixed(1)})`,
     (roundTrips / watched).toFixed(1),
     `${(usec / upstream).toFixed(0)}; ${((cpu * 1e6) / upstream).toFixed(0)}`,
-    `${Math.round(capacity.perSecond / 100) * 100} (${capacity.detail})`,
   ];
-  return `(3) Two replicas on one redis-server, the same plan, 400 queries 8 at a time (INFO commandstats and cpu; MONITOR in a second pass; redis-benchmark):\n\n${table(head, [row])}`;
+  const saturatedHead = ['build', 'Redis CPU µs per request', 'upstream requests/s one Redis core carries', 'reached'];
+  return `(3) Two replicas on one redis-server, the same plan, 400 queries 8 at a time (INFO commandstats and cpu; MONITOR in a second pass):\n\n${table(head, [row])}\n\nSaturated, driven as the gateway drives it (bench/redis-capacity.ts):\n\n${table(saturatedHead, capacity)}`;
 }
 
 /**
- * What one Redis core carries when saturated: redis-benchmark (50 clients, on the other core) runs
- * the reservation script on a new key each time and the answer script, the two an upstream request
- * costs; one request costs the time of one of each.
+ * What one Redis core carries when saturated, driven as the gateway drives it (bench/redis-capacity.ts
+ * on the other core: two connections, many calls in flight on each, 1,000 keys): this build, and
+ * beside it in the same run the checkout BENCH_COMPARE names, if any (`git worktree add <dir> <rev>`),
+ * twice each, interleaved; the better of each build's two.
  */
-function saturated(port: string): { perSecond: number; detail: string } {
-  const rate = (...command: string[]) => {
-    const out = execFileSync(
-      'taskset',
-      ['-c', SERVER_CORE, 'redis-benchmark', '-p', port, '-q', '-c', '50', '-n', '100000', '-r', '1000000', ...command],
-      { encoding: 'utf8' },
-    );
-    return Number(/([\d.]+) requests per second/.exec(out)?.[1] ?? Number.NaN);
-  };
-  const load = (name: 'reserve' | 'answer') =>
-    execFileSync('redis-cli', ['-p', port, 'SCRIPT', 'LOAD', script(name)], { encoding: 'utf8' }).trim();
-  const keys = ['2', 'b:{__rand_int__}:budget', 'b:{__rand_int__}:sends'];
-  // RedisBudget's arguments: now, tag, the plan's windows (count, ms), share, in-flight time.
-  const common = ['1800000000000', 'bench', '2', '60', '60000', '1000', '86400000', '1', '30000'];
-  const reserve = rate('EVALSHA', load('reserve'), ...keys, ...common);
-  // seq, status, limit, remaining, reset, Retry-After, jitter, want the room, channel, key id.
-  const answer = rate(
-    'EVALSHA',
-    load('answer'),
-    ...keys,
-    ...common,
-    '1',
-    '200',
-    '60',
-    '59',
-    '1800000060000',
-    '-1',
-    '0.5',
-    '1',
-    'c',
-    'k',
-  );
-  const perSecond = 1 / (1 / reserve + 1 / answer);
-  return { perSecond, detail: `reserve ${Math.round(reserve)}/s, answer ${Math.round(answer)}/s` };
+function saturated(port: string): string[][] {
+  const pid = /process_id:(\d+)/.exec(
+    execFileSync('redis-cli', ['-p', port, 'INFO', 'server'], { encoding: 'utf8' }),
+  )?.[1];
+  const builds = [['this build', resolve(import.meta.dirname, '..')]];
+  if (process.env.BENCH_COMPARE) builds.push([process.env.BENCH_COMPARE, resolve(process.env.BENCH_COMPARE)]);
+  const runs = new Map<string, { perSecond: number; cpuUs: number; busy: number }[]>();
+  for (let round = 0; round < 2; round++) {
+    for (const [name, checkout] of builds as [string, string][]) {
+      const args = [
+        '-c',
+        SERVER_CORE,
+        'npx',
+        'tsx',
+        'bench/redis-capacity.ts',
+        `redis://127.0.0.1:${port}`,
+        String(pid),
+        '4',
+        checkout,
+      ];
+      const out = execFileSync('taskset', args, { encoding: 'utf8', cwd: resolve(import.meta.dirname, '..') });
+      runs.set(name, [...(runs.get(name) ?? []), JSON.parse(out.trim().split('\n').at(-1) as string)]);
+    }
+  }
+  return [...runs].map(([name, measured]) => {
+    const best = measured.reduce((a, b) => (b.cpuUs < a.cpuUs ? b : a));
+    const capacity = Math.round(1e6 / best.cpuUs / 100) * 100;
+    return [
+      name,
+      best.cpuUs.toFixed(1),
+      capacity.toLocaleString('en'),
+      `${Math.round(best.perSecond).toLocaleString('en')} (Redis ${Math.round(best.busy * 100)}% busy)`,
+    ];
+  });
 }
 
 requireWrk();
