@@ -38,7 +38,8 @@ export interface RedisServer {
 /** How long a starting server may take to answer PING, on a loaded machine. */
 const START_TIMEOUT_MS = 15_000;
 
-export async function startRedis(): Promise<RedisServer> {
+/** `args`: more of redis-server's settings (`--rename-command FCALL ''` plays a Redis before 7.0). */
+export async function startRedis(args: readonly string[] = []): Promise<RedisServer> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), redisFolderPrefix()));
   const log = join(dir, 'redis.log');
@@ -53,7 +54,7 @@ export async function startRedis(): Promise<RedisServer> {
     const child = spawn(
       'redis-server',
       // DEBUG SLEEP plays a Redis that stalls without dropping connections (a slow command, a fork).
-      [...serverArgs(port, dir, log), '--enable-debug-command', 'local'],
+      [...serverArgs(port, dir, log), '--enable-debug-command', 'local', ...args],
       { cwd: dir, stdio: 'ignore' },
     );
     const exited = new Promise<string>((resolve) => {

@@ -164,10 +164,19 @@ describe.each(modes)('two replicas on %s', (mode, startHa) => {
     // there in a window it planned into on its local share (docs/operations.md), and its sends of it
     // were all answered before it came back, so none has a later Reset.
     const settledAt = Math.ceil(sharedAt / WINDOW_MS) * WINDOW_MS;
+    await sleep(settledAt - Date.now());
+    const [callsSettled, upstreamSettled] = [await ha.commandCalls(), records.length];
     // Long enough that queries begun after it (the ones in flight then wait up to PETSTORE_MAX_WAIT) number a window's worth.
     await sleep(settledAt + 6_000 - Date.now());
     running = false;
     await load;
+    // The budget runs as the function library, before the kill and on the new primary after it
+    // (replicated to it, or loaded where it was missing): a reservation and an answer per request at least.
+    const fcalls = (from: Map<string, number>, to: Map<string, number>) =>
+      (to.get('fcall') ?? 0) - (from.get('fcall') ?? 0);
+    expect(fcalls(callsBefore, callsAfter)).toBeGreaterThanOrEqual(2 * upstream);
+    const upstreamAfterSettling = records.length - upstreamSettled;
+    expect(fcalls(callsSettled, await ha.commandCalls())).toBeGreaterThanOrEqual(2 * upstreamAfterSettling);
 
     expect(upstream).toBeGreaterThanOrEqual(LIMIT * 1.5);
     // The reference store's fixed windows: none over its limit, no 429 at all.

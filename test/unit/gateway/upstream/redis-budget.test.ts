@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateWindow, RedisTarget } from '../../../../src/config.js';
 import { type Plan, PROBE_MS } from '../../../../src/gateway/upstream/limits/model.js';
-import { RedisBudget, script } from '../../../../src/gateway/upstream/limits/redis-budget.js';
+import { LIBRARY, RedisBudget, script } from '../../../../src/gateway/upstream/limits/redis-budget.js';
 import { createRedisConnection, type RedisConnection } from '../../../../src/gateway/upstream/redis/connection.js';
 import { bare, said, tooMany } from '../../../helpers/budget-answers.js';
 import { type RedisServer, startRedis } from '../../../helpers/redis.js';
@@ -196,5 +196,99 @@ describe('the budget on Redis', () => {
     const beat = readFileSync(new URL('../../../../src/gateway/upstream/limits/lua/beat.lua', import.meta.url), 'utf8');
     expect(script('beat')).toBe(beat);
     expect(script('reserve')).not.toMatch(/\{\{/);
+  });
+});
+
+describe('the library', () => {
+  /** How many calls of `command` the server has run (INFO commandstats). */
+  const calls = async (server: RedisServer, command: string) =>
+    Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await server.cli('INFO', 'commandstats'))?.[1] ?? 0);
+  /** Scripts run, by EVAL or EVALSHA (ioredis sends the script itself where the server may lack it). */
+  const scripts = async (server: RedisServer) => (await calls(server, 'eval')) + (await calls(server, 'evalsha'));
+  const planned = { ok: true, seq: 1, used: 1 };
+  const ready = (connection: RedisConnection) =>
+    until('connected', () => connection.client.status === 'ready', { timeoutMs: 10_000, everyMs: 10 });
+
+  it('runs as one Redis function library, loaded again where a server has lost it', async () => {
+    await server.cli('FUNCTION', 'FLUSH');
+    const { budget: redis } = budget();
+    const [fcalls, scriptsBefore] = [await calls(server, 'fcall'), await scripts(server)];
+    expect(await redis.reserve('k', FIVE_PER_SECOND, T)).toMatchObject(planned);
+    expect(await server.cli('FUNCTION', 'LIST')).toContain(LIBRARY.name);
+    // A restarted or flushed server has no library: the call that finds it missing loads it.
+    await server.cli('FUNCTION', 'FLUSH');
+    expect((await redis.answer('k', 1, said(3, T + 1_000), T, FIVE_PER_SECOND, true)).view).toMatchObject({
+      remaining: 3,
+    });
+    expect(await server.cli('FUNCTION', 'LIST')).toContain(LIBRARY.name);
+    // Each call one FCALL, and a second where it found the library missing; no script.
+    expect(await calls(server, 'fcall')).toBe(fcalls + 4);
+    expect(await scripts(server)).toBe(scriptsBefore);
+  });
+
+  it('runs the same Lua by EVALSHA on a Redis without functions (before 7.0: here FCALL and FUNCTION renamed away)', async () => {
+    const old = await startRedis(['--rename-command', 'FCALL', '', '--rename-command', 'FUNCTION', '']);
+    const target: RedisTarget = { mode: 'single', url: old.url, auth: {}, tls: false };
+    const onOld = createRedisConnection(target);
+    try {
+      await ready(onOld);
+      const redis = new RedisBudget({
+        client: onOld.client,
+        prefix: 'old',
+        tag: 'one',
+        inflightMs: 60_000,
+        channel: 'c',
+      });
+      expect(await redis.reserve('k', FIVE_PER_SECOND, T)).toMatchObject(planned);
+      expect((await redis.answer('k', 1, said(3, T + 1_000), T, FIVE_PER_SECOND, true)).view).toMatchObject({
+        remaining: 3,
+        resetAt: T + 1_000,
+      });
+      expect(await scripts(old)).toBeGreaterThanOrEqual(2);
+    } finally {
+      onOld.close();
+      await old.stop();
+    }
+  });
+
+  it('runs the Lua by EVALSHA where the ACL allows scripts but not functions', async () => {
+    await server.cli(
+      'ACL',
+      'SETUSER',
+      'scripts-only',
+      'on',
+      '>not-a-secret',
+      '~*',
+      '&*',
+      '+@all',
+      '-fcall',
+      '-function',
+    );
+    const target: RedisTarget = {
+      mode: 'single',
+      url: server.url,
+      auth: { username: 'scripts-only', password: 'not-a-secret' },
+      tls: false,
+    };
+    const limited = createRedisConnection(target);
+    try {
+      await ready(limited);
+      const redis = new RedisBudget({
+        client: limited.client,
+        prefix: 'acl',
+        tag: 'one',
+        inflightMs: 60_000,
+        channel: 'c',
+      });
+      const [fcalls, scriptsBefore] = [await calls(server, 'fcall'), await scripts(server)];
+      expect(await redis.reserve('k', FIVE_PER_SECOND, T)).toMatchObject(planned);
+      expect((await redis.answer('k', 1, said(3, T + 1_000), T, FIVE_PER_SECOND, true)).view).toMatchObject({
+        remaining: 3,
+      });
+      expect(await scripts(server)).toBeGreaterThanOrEqual(scriptsBefore + 2);
+      expect(await calls(server, 'fcall')).toBe(fcalls);
+    } finally {
+      limited.close();
+    }
   });
 });

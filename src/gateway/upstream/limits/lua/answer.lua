@@ -1,12 +1,10 @@
--- Records the answer to request ARGV[ARG] (model.ts `answer`). ARGV from ARG: seq, status, the
+-- Records the answer to a request (model.ts `answer`). ARGV[ARG] packed: its seq, the status, the
 -- headers' limit, remaining and reset (0: none usable), Retry-After in ms (-1: none), the jitter,
--- whether to return the room (1/0), the channel and key id to tell waiters on.
--- Returns {pauseMs, free, until, why, limit, remaining, used, reset, paused}.
-local seq, status = tonumber(ARGV[ARG]), tonumber(ARGV[ARG + 1])
-local wlimit, wremaining, wreset = tonumber(ARGV[ARG + 2]), tonumber(ARGV[ARG + 3]), tonumber(ARGV[ARG + 4])
-local retryAfter, jitter, wantRoom = tonumber(ARGV[ARG + 5]), tonumber(ARGV[ARG + 6]), ARGV[ARG + 7] == '1'
+-- whether to return the room (1/0); then the request as `<seq>@<tag>`, the channel and key id to
+-- tell waiters on. Returns {pauseMs, free, until, why, limit, remaining, used, reset, paused}.
+local seq, status, wlimit, wremaining, wreset, retryAfter, jitter, wantRoom = struct.unpack('<dddddddd', ARGV[ARG])
 local b = load()
-local wasOut = redis.call('HDEL', KEYS[1], 'f' .. seq .. '@' .. tag) == 1
+local wasOut = redis.call('HDEL', KEYS[1], 'f' .. ARGV[ARG + 1]) == 1
 if wasOut then b.n = math.max(0, b.n - 1) end
 local fresh = seq > b.pseq
 local pauseMs = 0
@@ -43,9 +41,9 @@ else
 end
 -- The reservation kept the state as long as it can matter; a 429's pause may outlast that.
 if pauseMs > 0 then keep(b) end
-tell(b, ARGV[ARG + 8], ARGV[ARG + 9])
+tell(b, ARGV[ARG + 2], ARGV[ARG + 3])
 local free, untilAt, why = 0, 0, NONE
-if wantRoom then free, untilAt, why = measure(b) end
+if wantRoom == 1 then free, untilAt, why = measure(b) end
 -- This replica's requests will wait on an answer, which may be another replica's: it is to tell them.
 if why == ANSWER then b.wait = true end
 save(b)

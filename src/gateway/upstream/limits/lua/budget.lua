@@ -1,28 +1,48 @@
--- One API key's budget as model.ts has it, for the scripts of this folder: each script is this
--- file followed by its own. Keep the two in step: test/integration/gateway/budget-lua.test.ts runs
--- both on the same random sequences against a real redis-server.
+-- One API key's budget as model.ts has it, for the scripts of this folder. Keep the two in step:
+-- test/integration/gateway/budget-lua.test.ts runs both on the same random sequences against a
+-- real redis-server. redis-budget.ts loads this file and each script's body, wrapped as a function
+-- of (keys, args) that begins with begin(), as one Redis function library, so that the helpers
+-- below are made once when it loads, not on every call (on a Redis without functions, before 7.0,
+-- each script is this file and its body, run by EVALSHA).
 --
 -- KEYS[1]: the key's state (a hash), KEYS[2]: its send log (a sorted set of send times).
--- ARGV: now, this replica's tag, the number of windows, each window's count and length (shortest
--- first), the share of them this store plans, how long a request counts as in flight when its
--- replica never reports back; then the script's own arguments from ARGV[ARG].
--- The state's fields: s, the key's numbers packed as doubles (struct.pack: no number is parsed
--- from text or formatted to it, which was most of a script's cost): seq, pause, pseq (seq at the
--- latest 429), k (429s in a row), cw (congestion window), tr (1: the upstream counts our sends), n
--- (requests in flight), wait (1: a replica waits on an answer), sw (when expired requests in flight
--- were last looked for), ex (when both keys expire), and while there is one the gate (base, rem,
--- reset, from, limit, rep); the turns across replicas (cl, the replica whose turn it is, and nx, the
--- one next: each `tag|from|answer`, see reserve.lua); and one field per request in flight,
--- f<seq>@<tag>, holding when it stops counting.
+-- ARGV[1]: numbers packed as little-endian doubles (redis-budget.ts `packed`): now, the number of
+-- windows, the share of them this store plans, how long a request counts as in flight when its
+-- replica never reports back, then each window's count and length (shortest first). ARGV[2]: this
+-- replica's tag; ARGV[3]: now as text; ARGV[4]: when a request planned now stops counting, as
+-- text; then each window's lower bound, `(` and now less its length. The script's own arguments
+-- follow from ARGV[ARG]. Numbers come packed and times as text, and the state's numbers are packed
+-- too, because parsing and formatting numbers in Lua (strtod, printf) was most of a call's cost.
+-- The state's fields: s, the key's numbers packed as doubles (struct.pack): seq, pause, pseq (seq
+-- at the latest 429), k (429s in a row), cw (congestion window), tr (1: the upstream counts our
+-- sends), n (requests in flight), wait (1: a replica waits on an answer), sw (when expired requests
+-- in flight were last looked for), ex (when both keys expire), and while there is one the gate
+-- (base, rem, reset, from, limit, rep); the turns across replicas (cl, the replica whose turn it is,
+-- and nx, the one next: each `tag|from|answer`, see reserve.lua); and one field per request in
+-- flight, f<seq>@<tag>, holding when it stops counting.
 local PROBE, LOW, SAFE, MAX, CLAIM = {{PROBE_MS}}, {{ONE_AT_A_TIME_BELOW}}, {{SAFE_CWND}}, {{MAX_CWND}}, {{CLAIM_MS}}
 local NONE, PAUSED, WINDOW, GATE, ANSWER = 0, 1, 2, 3, 4
-local now, tag, nw = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-local windows = {}
-for i = 1, nw do windows[i] = { count = tonumber(ARGV[2 + 2 * i]), ms = tonumber(ARGV[3 + 2 * i]) } end
-local share, flight = tonumber(ARGV[4 + 2 * nw]), tonumber(ARGV[5 + 2 * nw])
-local ARG = 6 + 2 * nw
-local longest = 0
-if nw > 0 then longest = windows[nw].ms end
+-- The call's arguments, set by begin(): Redis runs one call at a time, so the helpers read them here.
+local KEYS, ARGV, now, nw, share, flight, tag, nowText, flightText, windows, ARG, longest
+-- Sends in a window, counted once per call (no script adds to the log and then counts it).
+local counted
+
+local function begin(keys, args)
+  KEYS, ARGV = keys, args
+  local at
+  now, nw, share, flight, at = struct.unpack('<dddd', args[1])
+  tag, nowText, flightText = args[2], args[3], args[4]
+  windows = {}
+  for i = 1, nw do
+    local count, ms
+    count, ms, at = struct.unpack('<dd', args[1], at)
+    windows[i] = { count = count, ms = ms, since = args[4 + i] }
+  end
+  ARG = 5 + nw
+  longest = 0
+  if nw > 0 then longest = windows[nw].ms end
+  counted = {}
+end
 
 -- A replica's turn (model.ts CLAIM_MS): its tag, from when it is to come for the unit that frees,
 -- and whether it waits on an answer (the answer that tells it sets `from`).
@@ -63,15 +83,19 @@ end
 
 local function allowedOf(count) return math.max(1, math.floor(count * share)) end
 
--- Sends in the last `ms`, counted once per script (no script adds to the log and then counts it).
-local counted = {}
-local function inWindow(ms)
-  if counted[ms] == nil then counted[ms] = redis.call('ZCOUNT', KEYS[2], '(' .. (now - ms), '+inf') end
-  return counted[ms]
+-- Sends in window i.
+local function inWindow(i)
+  if counted[i] == nil then counted[i] = redis.call('ZCOUNT', KEYS[2], windows[i].since, '+inf') end
+  return counted[i]
 end
 
 -- The score of the log's i-th newest send.
 local function newest(i) return tonumber(redis.call('ZRANGE', KEYS[2], -i, -i, 'WITHSCORES')[2]) end
+
+-- The score of the oldest send in window i (the log holds some there).
+local function oldestIn(i)
+  return tonumber(redis.call('ZRANGEBYSCORE', KEYS[2], windows[i].since, '+inf', 'WITHSCORES', 'LIMIT', '0', '1')[2])
+end
 
 local function answersAllow(cw, left, n)
   if left <= LOW then return 1 - n end
@@ -85,7 +109,7 @@ local function measure(b)
   local free, windowFree, used = math.huge, now, {}
   for i = 1, nw do
     local allowed = allowedOf(windows[i].count)
-    local sends = inWindow(windows[i].ms)
+    local sends = inWindow(i)
     used[i] = sends
     if sends >= allowed then windowFree = math.max(windowFree, newest(allowed) + windows[i].ms) end
     free = math.min(free, allowed - sends)
@@ -108,9 +132,9 @@ local function view(b)
   local limit, remaining, used, reset, paused = -1, 0, 0, -1, 0
   local first = windows[1]
   if first then
-    local sends = inWindow(first.ms)
+    local sends = inWindow(1)
     limit, remaining, used = first.count, math.max(0, first.count - sends), sends
-    if sends > 0 then reset = newest(sends) + first.ms end
+    if sends > 0 then reset = oldestIn(1) + first.ms end
   end
   local g = b.gate
   if g and g.from ~= -1 and g.reset > now then

@@ -1,7 +1,7 @@
 -- Plans one request now, or says why not: {1, seq, free, until, why, used} or {0, 0, free, until,
 -- why, 0} (model.ts `reserve`; used: the most sends any window holds with this one).
 local b = load()
-if nw > 0 and b.seq % 16 == 15 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - longest) end
+if nw > 0 and b.seq % 16 == 15 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', windows[nw].since) end
 -- Turns across replicas (model.ts CLAIM_MS): a turn not taken in time passes to the replica next.
 local turns = nw > 0
 if turns and b.claim and now >= b.claim.from + CLAIM then
@@ -55,7 +55,7 @@ for i = 1, nw do
   local rest = allowedOf(windows[i].count) - used[i] - 1
   if rest == 0 then
     local oldest = now
-    if used[i] > 0 then oldest = newest(used[i]) end
+    if used[i] > 0 then oldest = oldestIn(i) end
     windowFree = math.max(windowFree, oldest + windows[i].ms)
   end
   after = math.min(after, rest)
@@ -92,9 +92,10 @@ b.seq, b.n = seq, b.n + 1
 if g.from == -1 and (b.gate == nil or b.gate.reset <= now) then b.gate = g end
 -- The caller's other requests wait on an answer, which may be another replica's: it is to tell them.
 if result[5] == ANSWER then b.wait = true end
-redis.call('ZADD', KEYS[2], now, seq .. '@' .. tag)
+local sent = seq .. '@' .. tag
+redis.call('ZADD', KEYS[2], nowText, sent)
 keep(b)
-save(b, { 'f' .. seq .. '@' .. tag, now + flight })
+save(b, { 'f' .. sent, flightText })
 -- A log that held nothing in its longest window may be new: it gets the state's expiry.
 if used[nw] == 0 then redis.call('PEXPIRE', KEYS[2], b.ex - now) end
 return result
