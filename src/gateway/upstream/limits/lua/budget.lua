@@ -134,15 +134,17 @@ local function view(b)
   if first then
     local sends = inWindow(1)
     limit, remaining, used = first.count, math.max(0, first.count - sends), sends
-    if sends > 0 then reset = oldestIn(1) + first.ms end
   end
   local g = b.gate
   if g and g.from ~= -1 and g.reset > now then
     local left = math.max(0, g.rem - (b.seq - g.base))
     if limit == -1 or left < remaining then
       limit, remaining, used, reset = g.limit, left, math.max(0, g.limit - left), g.reset
+      first = nil
     end
   end
+  -- The log's reset, asked of Redis only when the log's view is the one given.
+  if first and used > 0 then reset = oldestIn(1) + first.ms end
   if limit ~= -1 and b.pause > now then remaining, reset, paused = 0, b.pause, 1 end
   return limit, remaining, used, reset, paused
 end
