@@ -74,11 +74,11 @@ const COMMANDS = {
 type BudgetCommands = Record<(typeof COMMANDS)[keyof typeof COMMANDS], Command>;
 
 /**
- * How a connection runs the library: `functions` until a server says it has none or may not
- * (then `scripts`, for good), and the load under way, shared by the calls that found it missing.
+ * How a connection runs the library: as functions until a server says it has none or may not (then
+ * as scripts, for good), and the load under way, shared by the calls that found it missing.
  */
 interface Runner {
-  mode: 'functions' | 'scripts';
+  functions: boolean;
   loading?: Promise<void>;
 }
 const runners = new WeakMap<RedisClient, Runner>();
@@ -147,18 +147,18 @@ export class RedisBudget {
     for (const [name, command] of Object.entries(COMMANDS) as [Name | 'beat', keyof BudgetCommands][]) {
       if (!(command in this.#redis)) this.#redis.defineCommand(command, { lua: script(name) });
     }
-    if (!runners.has(options.client)) runners.set(options.client, { mode: 'functions' });
+    if (!runners.has(options.client)) runners.set(options.client, { functions: true });
   }
 
   /** Runs one of the library's scripts on a key: FCALL (loading the library once where it is missing), or EVALSHA. */
   async #run(name: Name, keyId: string, args: readonly (string | Buffer)[]): Promise<number[]> {
     const keys = this.#keys(keyId);
     const runner = runners.get(this.#options.client) as Runner;
-    for (let loaded = false; runner.mode === 'functions'; loaded = true) {
+    for (let loaded = false; runner.functions; loaded = true) {
       try {
         return (await this.#redis.fcall(`${LIBRARY.name}_${name}`, 2, ...keys, ...args)) as number[];
       } catch (error) {
-        if (cannotCall(error)) runner.mode = 'scripts';
+        if (cannotCall(error)) runner.functions = false;
         else if (loaded || !/Function not found/i.test(message(error))) throw error;
         else await this.#load(runner);
       }
@@ -170,7 +170,7 @@ export class RedisBudget {
     runner.loading ??= load(this.#options.client)
       .catch((error: unknown) => {
         if (!cannotCall(error)) throw error;
-        runner.mode = 'scripts';
+        runner.functions = false;
       })
       .finally(() => {
         runner.loading = undefined;

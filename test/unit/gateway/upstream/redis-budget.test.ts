@@ -66,6 +66,17 @@ describe('the budget on Redis', () => {
     });
   });
 
+  it('keeps a released send in the log, unless it was never sent', async () => {
+    const { budget: redis } = budget();
+    await redis.reserve('k', FIVE_PER_SECOND, T);
+    await redis.release('k', 1, T, FIVE_PER_SECOND, true);
+    // The upstream may have counted a send that got no answer: the window still holds it.
+    const second = await redis.reserve('k', FIVE_PER_SECOND, T);
+    expect(second).toMatchObject({ ok: true, seq: 2, used: 2 });
+    await redis.release('k', second.seq, T, FIVE_PER_SECOND, true, true);
+    expect(await redis.reserve('k', FIVE_PER_SECOND, T)).toMatchObject({ ok: true, seq: 3, used: 2 });
+  });
+
   it('waits on a probe’s answer while the upstream state is unknown', async () => {
     const { budget: redis } = budget();
     const waiting = { free: 0, until: T + PROBE_MS, wait: 'answer' };
@@ -248,6 +259,49 @@ describe('the library', () => {
     } finally {
       onOld.close();
       await old.stop();
+    }
+  });
+
+  it('is one library of the four scripts, named after its text, the model’s constants filled in', () => {
+    expect(LIBRARY.name).toMatch(/^petstore_budget_[0-9a-f]{12}$/);
+    expect(LIBRARY.code.startsWith(`#!lua name=${LIBRARY.name}\n`)).toBe(true);
+    expect(LIBRARY.code).not.toMatch(/\{\{/);
+    expect(LIBRARY.code).toContain('local function measure(b)');
+    for (const name of ['reserve', 'answer', 'release', 'reconcile']) {
+      expect(LIBRARY.code).toContain(`\nredis.register_function('${LIBRARY.name}_${name}', ${name})\n`);
+    }
+  });
+
+  it('runs the Lua by EVALSHA where the ACL allows functions to be called but not loaded, and the library is missing', async () => {
+    await server.cli('FUNCTION', 'FLUSH');
+    await server.cli('ACL', 'SETUSER', 'no-load', 'on', '>not-a-secret', '~*', '&*', '+@all', '-function');
+    const target: RedisTarget = {
+      mode: 'single',
+      url: server.url,
+      auth: { username: 'no-load', password: 'not-a-secret' },
+      tls: false,
+    };
+    const limited = createRedisConnection(target);
+    try {
+      await ready(limited);
+      const redis = new RedisBudget({
+        client: limited.client,
+        prefix: 'no-load',
+        tag: 'one',
+        inflightMs: 60_000,
+        channel: 'c',
+      });
+      const [fcalls, scriptsBefore] = [await calls(server, 'fcall'), await scripts(server)];
+      expect(await redis.reserve('k', FIVE_PER_SECOND, T)).toMatchObject(planned);
+      expect((await redis.answer('k', 1, said(3, T + 1_000), T, FIVE_PER_SECOND, true)).view).toMatchObject({
+        remaining: 3,
+      });
+      // One FCALL found the library missing, its load was refused: scripts from then on.
+      expect(await calls(server, 'fcall')).toBe(fcalls + 1);
+      expect(await scripts(server)).toBeGreaterThanOrEqual(scriptsBefore + 2);
+      expect(await server.cli('FUNCTION', 'LIST')).not.toContain(LIBRARY.name);
+    } finally {
+      limited.close();
     }
   });
 
