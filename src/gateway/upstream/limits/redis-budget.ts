@@ -57,7 +57,7 @@ export const LIBRARY = (() => {
   return { name, code: `#!lua name=${name}\n${code}\n${registered.join('\n')}\n` };
 })();
 
-/** A script for EVALSHA: budget.lua and one body (beat.lua stands alone); exported for bench/cost.ts. */
+/** A script for EVALSHA: budget.lua and one body (beat.lua stands alone). */
 export function script(name: Name | 'beat'): string {
   if (name === 'beat') return read(name);
   return filled(`local keys, args = KEYS, ARGV\n${read('budget')}\n${body(name)}return ${name}(keys, args)\n`);
