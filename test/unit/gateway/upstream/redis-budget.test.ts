@@ -220,6 +220,33 @@ describe('the library', () => {
   const ready = (connection: RedisConnection) =>
     until('connected', () => connection.client.status === 'ready', { timeoutMs: 10_000, everyMs: 10 });
 
+  /** A reservation and its answer on `target`, on a connection of its own: the rules' replies, whichever way it runs them. */
+  async function reserveAndAnswer(target: RedisTarget): Promise<void> {
+    const own = createRedisConnection(target);
+    try {
+      await ready(own);
+      const redis = new RedisBudget({
+        client: own.client,
+        prefix: `own-${run++}`,
+        tag: 'one',
+        inflightMs: 60_000,
+        channel: 'c',
+      });
+      expect(await redis.reserve('k', FIVE_PER_SECOND, T)).toMatchObject(planned);
+      const { view } = await redis.answer('k', 1, said(3, T + 1_000), T, FIVE_PER_SECOND, true);
+      expect(view).toMatchObject({ remaining: 3, resetAt: T + 1_000 });
+    } finally {
+      own.close();
+    }
+  }
+
+  /** A user of the test server who may do anything but `denied`. */
+  async function userWithout(name: string, ...denied: string[]): Promise<RedisTarget> {
+    const rules = ['on', '>not-a-secret', '~*', '&*', '+@all', ...denied.map((command) => `-${command}`)];
+    await server.cli('ACL', 'SETUSER', name, ...rules);
+    return { mode: 'single', url: server.url, auth: { username: name, password: 'not-a-secret' }, tls: false };
+  }
+
   it('runs as one Redis function library, loaded again where a server has lost it', async () => {
     await server.cli('FUNCTION', 'FLUSH');
     const { budget: redis } = budget();
@@ -239,25 +266,10 @@ describe('the library', () => {
 
   it('runs the same Lua by EVALSHA on a Redis without functions (before 7.0: here FCALL and FUNCTION renamed away)', async () => {
     const old = await startRedis(['--rename-command', 'FCALL', '', '--rename-command', 'FUNCTION', '']);
-    const target: RedisTarget = { mode: 'single', url: old.url, auth: {}, tls: false };
-    const onOld = createRedisConnection(target);
     try {
-      await ready(onOld);
-      const redis = new RedisBudget({
-        client: onOld.client,
-        prefix: 'old',
-        tag: 'one',
-        inflightMs: 60_000,
-        channel: 'c',
-      });
-      expect(await redis.reserve('k', FIVE_PER_SECOND, T)).toMatchObject(planned);
-      expect((await redis.answer('k', 1, said(3, T + 1_000), T, FIVE_PER_SECOND, true)).view).toMatchObject({
-        remaining: 3,
-        resetAt: T + 1_000,
-      });
+      await reserveAndAnswer({ mode: 'single', url: old.url, auth: {}, tls: false });
       expect(await scripts(old)).toBeGreaterThanOrEqual(2);
     } finally {
-      onOld.close();
       await old.stop();
     }
   });
@@ -274,75 +286,20 @@ describe('the library', () => {
 
   it('runs the Lua by EVALSHA where the ACL allows functions to be called but not loaded, and the library is missing', async () => {
     await server.cli('FUNCTION', 'FLUSH');
-    await server.cli('ACL', 'SETUSER', 'no-load', 'on', '>not-a-secret', '~*', '&*', '+@all', '-function');
-    const target: RedisTarget = {
-      mode: 'single',
-      url: server.url,
-      auth: { username: 'no-load', password: 'not-a-secret' },
-      tls: false,
-    };
-    const limited = createRedisConnection(target);
-    try {
-      await ready(limited);
-      const redis = new RedisBudget({
-        client: limited.client,
-        prefix: 'no-load',
-        tag: 'one',
-        inflightMs: 60_000,
-        channel: 'c',
-      });
-      const [fcalls, scriptsBefore] = [await calls(server, 'fcall'), await scripts(server)];
-      expect(await redis.reserve('k', FIVE_PER_SECOND, T)).toMatchObject(planned);
-      expect((await redis.answer('k', 1, said(3, T + 1_000), T, FIVE_PER_SECOND, true)).view).toMatchObject({
-        remaining: 3,
-      });
-      // One FCALL found the library missing, its load was refused: scripts from then on.
-      expect(await calls(server, 'fcall')).toBe(fcalls + 1);
-      expect(await scripts(server)).toBeGreaterThanOrEqual(scriptsBefore + 2);
-      expect(await server.cli('FUNCTION', 'LIST')).not.toContain(LIBRARY.name);
-    } finally {
-      limited.close();
-    }
+    const target = await userWithout('no-load', 'function');
+    const [fcalls, scriptsBefore] = [await calls(server, 'fcall'), await scripts(server)];
+    await reserveAndAnswer(target);
+    // One FCALL found the library missing, its load was refused: scripts from then on.
+    expect(await calls(server, 'fcall')).toBe(fcalls + 1);
+    expect(await scripts(server)).toBeGreaterThanOrEqual(scriptsBefore + 2);
+    expect(await server.cli('FUNCTION', 'LIST')).not.toContain(LIBRARY.name);
   });
 
   it('runs the Lua by EVALSHA where the ACL allows scripts but not functions', async () => {
-    await server.cli(
-      'ACL',
-      'SETUSER',
-      'scripts-only',
-      'on',
-      '>not-a-secret',
-      '~*',
-      '&*',
-      '+@all',
-      '-fcall',
-      '-function',
-    );
-    const target: RedisTarget = {
-      mode: 'single',
-      url: server.url,
-      auth: { username: 'scripts-only', password: 'not-a-secret' },
-      tls: false,
-    };
-    const limited = createRedisConnection(target);
-    try {
-      await ready(limited);
-      const redis = new RedisBudget({
-        client: limited.client,
-        prefix: 'acl',
-        tag: 'one',
-        inflightMs: 60_000,
-        channel: 'c',
-      });
-      const [fcalls, scriptsBefore] = [await calls(server, 'fcall'), await scripts(server)];
-      expect(await redis.reserve('k', FIVE_PER_SECOND, T)).toMatchObject(planned);
-      expect((await redis.answer('k', 1, said(3, T + 1_000), T, FIVE_PER_SECOND, true)).view).toMatchObject({
-        remaining: 3,
-      });
-      expect(await scripts(server)).toBeGreaterThanOrEqual(scriptsBefore + 2);
-      expect(await calls(server, 'fcall')).toBe(fcalls);
-    } finally {
-      limited.close();
-    }
+    const target = await userWithout('scripts-only', 'fcall', 'function');
+    const [fcalls, scriptsBefore] = [await calls(server, 'fcall'), await scripts(server)];
+    await reserveAndAnswer(target);
+    expect(await scripts(server)).toBeGreaterThanOrEqual(scriptsBefore + 2);
+    expect(await calls(server, 'fcall')).toBe(fcalls);
   });
 });
