@@ -94,8 +94,11 @@ async function load(client: RedisClient): Promise<void> {
   const loaded = await Promise.allSettled(
     servers.map((server) => server.call('FUNCTION', 'LOAD', 'REPLACE', LIBRARY.code)),
   );
-  const refused = loaded.find((result) => result.status === 'rejected' && cannotCall(result.reason));
-  if (refused) throw (refused as PromiseRejectedResult).reason;
+  const failed = loaded.filter((result): result is PromiseRejectedResult => result.status === 'rejected');
+  // Refused anywhere, or loaded nowhere (a library Redis will not compile says why here, not as "not found").
+  const refused = failed.find((result) => cannotCall(result.reason));
+  if (refused) throw refused.reason;
+  if (failed.length > 0 && failed.length === loaded.length) throw failed[0]?.reason;
 }
 
 /** Numbers as the scripts read them (struct.unpack of little-endian doubles): nothing to parse. */
