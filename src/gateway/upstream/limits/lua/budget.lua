@@ -56,6 +56,8 @@ local function claimText(c) return c.tag .. '|' .. c.from .. '|' .. (c.answer an
 
 -- The packed numbers, without and with a gate.
 local BARE, GATED = '<dddddddddd', '<dddddddddddddddd'
+-- struct.size(BARE), written out: a library's top level runs before struct is there.
+local BARE_BYTES = 80
 
 local function load()
   local st = redis.call('HMGET', KEYS[1], 's', 'cl', 'nx')
@@ -63,7 +65,7 @@ local function load()
   local s, tr, wait = st[1], 0, 0
   if not s then
     b.seq, b.pause, b.pseq, b.k, b.cw, b.n, b.swept, b.ex = 0, 0, 0, 0, SAFE, 0, 0, 0
-  elseif #s == 80 then
+  elseif #s == BARE_BYTES then
     b.seq, b.pause, b.pseq, b.k, b.cw, tr, b.n, wait, b.swept, b.ex = struct.unpack(BARE, s)
   else
     local g = {}

@@ -95,7 +95,9 @@ if result[5] == ANSWER then b.wait = true end
 local sent = seq .. '@' .. tag
 redis.call('ZADD', KEYS[2], nowText, sent)
 keep(b)
+local renewed = b.renew
 save(b, { 'f' .. sent, flightText })
--- A log that held nothing in its longest window may be new: it gets the state's expiry.
-if used[nw] == 0 then redis.call('PEXPIRE', KEYS[2], b.ex - now) end
+-- A log that held nothing in its longest window may be new: it gets the state's expiry (save() gave
+-- it already where it renewed both).
+if used[nw] == 0 and not renewed then redis.call('PEXPIRE', KEYS[2], b.ex - now) end
 return result
